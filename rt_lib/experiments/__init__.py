@@ -1,0 +1,1 @@
+"""One module per notebook: its parameters (validated) and the work it runs."""

@@ -1,0 +1,53 @@
+"""Tables and claim checks shared by the experiment notebooks.
+
+Printed numbers are rounded (accuracy to 3 decimals) so that notebook outputs compared by nbval
+do not depend on the last bits of a CPU's float arithmetic; wall times print as "<n> s", which
+nbval's sanitize file masks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+
+def results_table(metrics: pd.DataFrame, metric: str = "test_acc") -> pd.DataFrame:
+    """Median over restarts per (model, width): accuracy, trainable parameters, wall time."""
+    grouped = metrics.groupby(["model", "width"], sort=False)
+    table = grouped.agg(
+        restarts=("restart", "count"),
+        test_acc=(metric, "median"),
+        test_acc_min=(metric, "min"),
+        train_acc=("train_acc", "median"),
+        trainable_params=("trainable_params", "first"),
+        wall_time=("wall_time_s", "sum"),
+    ).reset_index()
+    for col in ("test_acc", "test_acc_min", "train_acc"):
+        table[col] = table[col].round(3)
+    table["wall_time"] = table["wall_time"].map(lambda s: f"{s:.0f} s")
+    table = table.rename(columns={"test_acc": f"{metric} (median)", "test_acc_min": f"{metric} (min)"})
+    return table
+
+
+@dataclass(frozen=True)
+class Claim:
+    statement: str
+    value: float
+    threshold: float
+    holds: bool
+
+    def __str__(self) -> str:
+        mark = "HOLDS" if self.holds else "FAILS"
+        return f"[{mark}] {self.statement}: {self.value:.3f} (needs >= {self.threshold})"
+
+
+def claim_check(metrics: pd.DataFrame, model: str, width: int, metric: str,
+                threshold: float) -> Claim:
+    """Median ``metric`` over restarts of ``model`` at ``width`` is at least ``threshold``."""
+    rows = metrics[(metrics["model"] == model) & (metrics["width"] == width)]
+    if rows.empty:
+        raise ValueError(f"no runs of {model!r} at width {width} to check")
+    value = float(rows[metric].median())
+    statement = f"median {metric} of the {model} at width {width} over {len(rows)} restart(s)"
+    return Claim(statement, round(value, 3), threshold, value >= threshold)

@@ -1,0 +1,392 @@
+"""Decoder transformer and LSTM baseline, in TransformerLens names.
+
+One `Transformer` class covers both papers:
+
+* Zhong & Andreas (2024), SPEC A: GPT-2 style, pre-LayerNorm, learned positions, GELU (tanh),
+  MLP 4*d, causal, untied unembedding without bias, N(0, 0.02^2) init.
+* Syrkis & Sogaard (2024), SPEC B ("miiii"): no LayerNorm, no biases, ReLU, non-causal, He init,
+  one unembedding per prime with the logits beyond q masked.  Set via :func:`miiii_config`.
+
+Shapes use b = batch, t = positions, d = d_model, h = n_heads, k = d_head, m = d_mlp, v = vocab.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Literal, get_args
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+Trainable = Literal["all", "embeddings", "unembed", "embed", "token_unembed"]
+LSTMTrainable = Literal["all", "embeddings"]
+
+SHORT_SEQ = 8  # up to this many positions, attention is computed by broadcasting, not SDPA
+
+#: Which parameter names each ``trainable`` setting leaves trainable (Zhong & Andreas, Table 2).
+TRAINABLE_PARAMS: dict[str, frozenset[str] | None] = {
+    "all": None,  # None = every parameter
+    "embeddings": frozenset({"W_E", "W_pos", "W_U"}),  # the "random transformer" (section 3)
+    "unembed": frozenset({"W_U"}),  # Table 2: unembedding only
+    "embed": frozenset({"W_E", "W_pos"}),  # Table 2: token + position embeddings only
+    "token_unembed": frozenset({"W_E", "W_U"}),  # Table 2: W_pos frozen (random or sinusoidal)
+}
+
+
+def _check_choice(name: str, value: object, allowed: tuple) -> None:
+    if value not in allowed:
+        raise ValueError(f"{name}={value!r} is not one of {list(allowed)}")
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    d_vocab: int  # input tokens; every task states its own vocabulary
+    n_ctx: int  # longest input; learned positions need a fixed table
+    d_model: int = 128  # residual width: the paper's main knob (16 vs 1024 in Table 1)
+    n_layers: int = 2  # 2 for the synthetic tasks (SPEC A), 1 for miiii (SPEC B)
+    n_heads: int = 4  # 4 for the synthetic tasks and the miiii best run
+    d_mlp: int | None = None  # None -> 4 * d_model, as in GPT-2 and the miiii FFN
+    d_vocab_out: int | None = None  # output classes; None -> d_vocab (a shared LM vocabulary)
+    out_sizes: tuple[int, ...] | None = None  # miiii: one unembedding per task with q classes each
+    act: Literal["gelu_tanh", "relu"] = "gelu_tanh"  # GPT-2 uses tanh-GELU; miiii uses ReLU
+    layernorm: bool = True  # pre-LN in GPT-2; miiii drops it for interpretability
+    bias: bool = True  # GPT-2 has biases (frozen at 0 in random models); miiii has none
+    causal: bool = True  # decoder LM; miiii reads the whole input, so non-causal
+    init: Literal["gpt2", "he"] = "gpt2"  # N(0, 0.02^2) with scaled out-projections, or He fan-in
+    init_std: float = 0.02  # GPT-2's initializer_range (SPEC A)
+    pos_embed: Literal["learned", "sinusoidal"] = "learned"  # sinusoidal = frozen (Table 2 ablation)
+    dropout: float = 0.0  # 0 for the synthetic tasks; miiii uses 0.1
+    trainable: Trainable = "all"  # which parameters train; "embeddings" is the random transformer
+
+    def __post_init__(self) -> None:
+        for name in ("d_vocab", "n_ctx", "d_model", "n_layers", "n_heads"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.d_model % self.n_heads:
+            raise ValueError(
+                f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}"
+            )
+        _check_choice("trainable", self.trainable, get_args(Trainable))
+        _check_choice("act", self.act, ("gelu_tanh", "relu"))
+        _check_choice("init", self.init, ("gpt2", "he"))
+        _check_choice("pos_embed", self.pos_embed, ("learned", "sinusoidal"))
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if self.out_sizes is not None and (
+            not self.out_sizes or min(self.out_sizes) < 1
+        ):
+            raise ValueError(f"out_sizes must be non-empty positive sizes, got {self.out_sizes}")
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
+
+    @property
+    def mlp_width(self) -> int:
+        return self.d_mlp if self.d_mlp is not None else 4 * self.d_model
+
+    @property
+    def n_out(self) -> int:
+        """Width of one unembedding (the largest q for multi-task heads)."""
+        if self.out_sizes is not None:
+            return max(self.out_sizes)
+        return self.d_vocab_out if self.d_vocab_out is not None else self.d_vocab
+
+
+def miiii_config(p: int, d_model: int = 256, n_heads: int = 4, dropout: float = 0.1,
+                 out_sizes: tuple[int, ...] | None = None, **overrides) -> TransformerConfig:
+    """The miiii model of Syrkis & Sogaard (SPEC B) as a configuration of the same Transformer.
+
+    Input [x1, x0, "="] over a vocabulary of p digits plus "="; one block; no LN, no biases, ReLU,
+    non-causal attention, He init.  ``out_sizes`` defaults to every prime q < p.
+    """
+    from rt_lib.tasks.primes import primes_below
+
+    sizes = out_sizes if out_sizes is not None else tuple(primes_below(p))
+    fields = dict(d_vocab=p + 1, n_ctx=3, d_model=d_model, n_layers=1, n_heads=n_heads,
+                  out_sizes=sizes, act="relu", layernorm=False, bias=False, causal=False,
+                  init="he", dropout=dropout)
+    fields.update(overrides)
+    return TransformerConfig(**fields)
+
+
+def sinusoidal_positions(n_ctx: int, d_model: int) -> Tensor:
+    """Vaswani et al. (2017) sin/cos table [t, d]; the frozen positions of the Table 2 ablation."""
+    pos = torch.arange(n_ctx, dtype=torch.float32)[:, None]
+    i = torch.arange(0, d_model, 2, dtype=torch.float32)
+    angle = pos / (10000.0 ** (i / d_model))
+    table = torch.zeros(n_ctx, d_model)
+    table[:, 0::2] = torch.sin(angle)
+    table[:, 1::2] = torch.cos(angle[:, : d_model // 2])
+    return table
+
+
+class LayerNorm(nn.Module):
+    def __init__(self, d_model: int, enabled: bool):
+        super().__init__()
+        self.enabled = enabled
+        if enabled:
+            self.w = nn.Parameter(torch.ones(d_model))
+            self.b = nn.Parameter(torch.zeros(d_model))
+
+    def forward(self, x: Tensor) -> Tensor:
+        if not self.enabled:
+            return x
+        return F.layer_norm(x, (x.shape[-1],), self.w, self.b, eps=1e-5)
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        h, d, k = cfg.n_heads, cfg.d_model, cfg.d_head
+        self.cfg = cfg
+        self.W_Q = nn.Parameter(torch.empty(h, d, k))
+        self.W_K = nn.Parameter(torch.empty(h, d, k))
+        self.W_V = nn.Parameter(torch.empty(h, d, k))
+        # Per-head output maps summed over heads: "heads combined by addition" (miiii, after
+        # Nanda et al.), which is exactly concatenation followed by one d x d projection.
+        self.W_O = nn.Parameter(torch.empty(h, k, d))
+        if cfg.bias:
+            self.b_Q = nn.Parameter(torch.zeros(h, k))
+            self.b_K = nn.Parameter(torch.zeros(h, k))
+            self.b_V = nn.Parameter(torch.zeros(h, k))
+            self.b_O = nn.Parameter(torch.zeros(d))
+
+    def _project(self, x: Tensor, W: Tensor, b: Tensor | None) -> Tensor:
+        # x [b, t, d] @ W [h, d, k] -> [b, h, t, k] as one matmul over the fused heads.
+        h, d, k = W.shape
+        out = (x @ W.permute(1, 0, 2).reshape(d, h * k)).view(*x.shape[:-1], h, k)
+        if b is not None:
+            out = out + b
+        return out.transpose(-2, -3)
+
+    def forward(self, x: Tensor, last_only: bool = False, cache: dict | None = None,
+                prefix: str = "") -> Tensor:
+        """x [b, t, d] -> [b, t, d], or [b, 1, d] for the last query alone when ``last_only``."""
+        bias = self.cfg.bias
+        q_in = x[:, -1:] if last_only else x
+        q = self._project(q_in, self.W_Q, self.b_Q if bias else None)  # [b, h, tq, k]
+        key = self._project(x, self.W_K, self.b_K if bias else None)  # [b, h, t, k]
+        v = self._project(x, self.W_V, self.b_V if bias else None)  # [b, h, t, k]
+        # The last query sees every key, so the causal mask only matters for full queries.
+        causal = self.cfg.causal and not last_only and x.shape[1] > 1
+        if cache is None and x.shape[1] > SHORT_SEQ:
+            dropout = self.cfg.dropout if self.training else 0.0
+            z = F.scaled_dot_product_attention(q, key, v, is_causal=causal, dropout_p=dropout)
+        elif cache is None:
+            # Few positions (modular addition, miiii: 2-3): broadcast products beat the fused
+            # kernel, whose per-call cost dominates when each sequence is this short.
+            scores = (q[:, :, :, None, :] * key[:, :, None, :, :]).sum(-1) / math.sqrt(self.cfg.d_head)
+            if causal:
+                t = x.shape[1]
+                mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+                scores = scores.masked_fill(~mask, float("-inf"))
+            pattern = F.dropout(scores.softmax(-1), self.cfg.dropout, self.training)
+            z = (pattern[..., None] * v[:, :, None, :, :]).sum(-2)  # [b, h, tq, k]
+        else:
+            scores = q @ key.transpose(-1, -2) / math.sqrt(self.cfg.d_head)  # [b, h, tq, t]
+            if causal:
+                t = x.shape[1]
+                mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+                scores = scores.masked_fill(~mask, float("-inf"))
+            pattern = scores.softmax(-1)
+            cache[f"{prefix}attn.pattern"] = pattern.detach()
+            z = F.dropout(pattern, self.cfg.dropout, self.training) @ v
+        # Sum over heads of z_h @ W_O[h]: [b, h, tq, k] -> [b, tq, d].
+        b_, h, tq, k = z.shape
+        out = z.transpose(1, 2).reshape(b_, tq, h * k) @ self.W_O.reshape(h * k, -1)
+        return out + self.b_O if bias else out
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.W_in = nn.Parameter(torch.empty(cfg.d_model, cfg.mlp_width))
+        self.W_out = nn.Parameter(torch.empty(cfg.mlp_width, cfg.d_model))
+        if cfg.bias:
+            self.b_in = nn.Parameter(torch.zeros(cfg.mlp_width))
+            self.b_out = nn.Parameter(torch.zeros(cfg.d_model))
+
+    def forward(self, x: Tensor, cache: dict | None = None, prefix: str = "") -> Tensor:
+        pre = x @ self.W_in  # [b, t, m]
+        if self.cfg.bias:
+            pre = pre + self.b_in
+        post = F.gelu(pre, approximate="tanh") if self.cfg.act == "gelu_tanh" else F.relu(pre)
+        if cache is not None:
+            cache[f"{prefix}mlp.post"] = post.detach()
+        out = post @ self.W_out
+        return out + self.b_out if self.cfg.bias else out
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.ln1 = LayerNorm(cfg.d_model, cfg.layernorm)
+        self.attn = Attention(cfg)
+        self.ln2 = LayerNorm(cfg.d_model, cfg.layernorm)
+        self.mlp = MLP(cfg)
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def forward(self, x: Tensor, last_only: bool = False, cache: dict | None = None,
+                prefix: str = "") -> Tensor:
+        resid = x[:, -1:] if last_only else x
+        resid = resid + self.dropout(self.attn(self.ln1(x), last_only, cache, prefix))
+        return resid + self.dropout(self.mlp(self.ln2(resid), cache, prefix))
+
+
+class Transformer(nn.Module):
+    """tokens [b, t] -> logits [b, t, v]; [b, v] with ``last_only``; [b, (t,) n_tasks, q] multi-task."""
+
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.W_E = nn.Parameter(torch.empty(cfg.d_vocab, cfg.d_model))
+        if cfg.pos_embed == "learned":
+            self.W_pos = nn.Parameter(torch.empty(cfg.n_ctx, cfg.d_model))
+        else:
+            self.register_buffer("W_pos", sinusoidal_positions(cfg.n_ctx, cfg.d_model))
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        self.ln_final = LayerNorm(cfg.d_model, cfg.layernorm)
+        n_tasks = len(cfg.out_sizes) if cfg.out_sizes is not None else None
+        shape = (cfg.d_model, cfg.n_out) if n_tasks is None else (n_tasks, cfg.d_model, cfg.n_out)
+        self.W_U = nn.Parameter(torch.empty(*shape))
+        if cfg.out_sizes is not None:
+            # Class c of task i exists only if c < q_i; the rest are masked to -inf.
+            valid = torch.arange(cfg.n_out)[None, :] < torch.tensor(cfg.out_sizes)[:, None]
+            self.register_buffer("out_mask", valid, persistent=False)
+        self.embed_dropout = nn.Dropout(cfg.dropout)
+        self.reset_parameters()
+        apply_trainable(self, cfg.trainable)
+
+    @torch.no_grad()
+    def reset_parameters(self) -> None:
+        cfg = self.cfg
+        for name, param in self.named_parameters():
+            leaf = name.rsplit(".", 1)[-1]
+            if leaf.startswith("b_") or leaf == "b":
+                param.zero_()
+            elif leaf == "w":
+                param.fill_(1.0)
+            elif cfg.init == "gpt2":
+                std = cfg.init_std
+                if leaf in ("W_O", "W_out"):
+                    # GPT-2 scales residual-stream writers by 1/sqrt(2 n_layers) (SPEC A).
+                    std = cfg.init_std / math.sqrt(2 * cfg.n_layers)
+                param.normal_(0.0, std)
+            else:
+                # He et al. (2015) normal, fan-in = axis -2 (the input axis of every map here,
+                # as in jax's he_normal); W_O reads all heads at once, so its fan-in is d_model.
+                fan_in = cfg.d_model if leaf == "W_O" else param.shape[-2]
+                param.normal_(0.0, math.sqrt(2.0 / fan_in))
+
+    def embed(self, tokens: Tensor) -> Tensor:
+        t = tokens.shape[1]
+        if t > self.cfg.n_ctx:
+            raise ValueError(f"sequence length {t} exceeds n_ctx={self.cfg.n_ctx}")
+        return self.embed_dropout(self.W_E[tokens] + self.W_pos[:t])
+
+    def forward(self, tokens: Tensor, last_only: bool = False,
+                cache: dict | None = None) -> Tensor:
+        x = self.embed(tokens)  # [b, t, d]
+        if cache is not None:
+            cache["embed"] = x.detach()
+        for i, block in enumerate(self.blocks):
+            final = i == len(self.blocks) - 1
+            # Only the last position of the last block feeds a last-position loss.
+            x = block(x, last_only and final, cache, f"blocks.{i}.")
+            if cache is not None:
+                cache[f"blocks.{i}.resid_post"] = x.detach()
+        x = self.ln_final(x)
+        if last_only:
+            x = x[:, -1]  # [b, d]
+        return self.unembed(x)
+
+    def unembed(self, x: Tensor) -> Tensor:
+        if self.cfg.out_sizes is None:
+            return x @ self.W_U
+        logits = torch.einsum("...d,ndq->...nq", x, self.W_U)
+        return logits.masked_fill(~self.out_mask, float("-inf"))
+
+
+@dataclass(frozen=True)
+class LSTMConfig:
+    d_vocab: int  # input tokens
+    d_model: int = 128  # embedding and hidden width, matched to the transformer it is compared to
+    n_layers: int = 2  # the paper's LSTM baseline has 2 layers (SPEC A)
+    d_vocab_out: int | None = None  # output classes; None -> d_vocab
+    trainable: LSTMTrainable = "all"  # "embeddings": only embedding and readout train
+    n_ctx: int | None = None  # unused (no positions); kept so tasks can size any model alike
+
+    def __post_init__(self) -> None:
+        for name in ("d_vocab", "d_model", "n_layers"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        _check_choice("trainable", self.trainable, get_args(LSTMTrainable))
+
+    @property
+    def n_out(self) -> int:
+        return self.d_vocab_out if self.d_vocab_out is not None else self.d_vocab
+
+
+class LSTM(nn.Module):
+    """Baseline of Zhong & Andreas: embedding -> LSTM(d, d, 2 layers) -> linear readout."""
+
+    def __init__(self, cfg: LSTMConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.W_E = nn.Parameter(torch.randn(cfg.d_vocab, cfg.d_model) * 0.02)
+        self.lstm = nn.LSTM(cfg.d_model, cfg.d_model, num_layers=cfg.n_layers, batch_first=True)
+        self.W_U = nn.Parameter(torch.randn(cfg.d_model, cfg.n_out) / math.sqrt(cfg.d_model))
+        self.b_U = nn.Parameter(torch.zeros(cfg.n_out))
+        if cfg.trainable == "embeddings":
+            self.lstm.requires_grad_(False)
+
+    def forward(self, tokens: Tensor, last_only: bool = False,
+                cache: dict | None = None) -> Tensor:
+        h, _ = self.lstm(self.W_E[tokens])  # [b, t, d]
+        if cache is not None:
+            cache["lstm.out"] = h.detach()
+        if last_only:
+            h = h[:, -1]
+        return h @ self.W_U + self.b_U
+
+
+ModelConfig = TransformerConfig | LSTMConfig
+
+
+def apply_trainable(model: nn.Module, trainable: str) -> None:
+    """Freeze every parameter outside the named set (``TRAINABLE_PARAMS[trainable]``)."""
+    names = TRAINABLE_PARAMS[trainable]
+    for name, param in model.named_parameters():
+        param.requires_grad_(names is None or name in names)
+
+
+def build_model(cfg: ModelConfig, seed: int) -> nn.Module:
+    """Initialise a model from ``seed`` alone, leaving the global RNG untouched."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        if isinstance(cfg, TransformerConfig):
+            return Transformer(cfg)
+        if isinstance(cfg, LSTMConfig):
+            return LSTM(cfg)
+    raise TypeError(f"unknown model config {type(cfg).__name__}")
+
+
+def count_params(model: nn.Module, trainable_only: bool = True) -> int:
+    return sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)
+
+
+def with_width(cfg: ModelConfig, d_model: int) -> ModelConfig:
+    return replace(cfg, d_model=d_model)
+
+
+__all__ = [
+    "TRAINABLE_PARAMS", "Trainable", "TransformerConfig", "Transformer", "LSTMConfig", "LSTM",
+    "ModelConfig", "build_model", "count_params", "miiii_config", "sinusoidal_positions",
+    "apply_trainable", "with_width",
+]

@@ -1,0 +1,105 @@
+"""Figures: each is ``plot_x(ax, ...)`` drawing on an axes it is given; notebooks only arrange."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+
+from rt_lib.analysis import PCA, circularity
+
+#: One colour per model kind, the same in every figure of the project.
+MODEL_COLORS = {
+    "random transformer": "#d95f02",
+    "trained transformer": "#1b9e77",
+    "trained LSTM": "#7570b3",
+    "random LSTM": "#e7298a",
+}
+
+
+def style() -> None:
+    """The project's matplotlib defaults (called once per notebook)."""
+    plt.rcParams.update({
+        "figure.dpi": 110, "axes.spines.top": False, "axes.spines.right": False,
+        "axes.grid": True, "grid.alpha": 0.25, "font.size": 10, "axes.titlesize": 11,
+        "legend.frameon": False, "svg.hashsalt": "rt-companion",
+    })
+
+
+def plot_learning_curves(ax: Axes, histories: Mapping[str, pd.DataFrame], metric: str = "test_acc",
+                         log_x: bool = False, colors: Mapping[str, str] | None = None) -> Axes:
+    """One line per run: ``metric`` against optimiser step."""
+    colors = colors or MODEL_COLORS
+    for label, hist in histories.items():
+        kind = label.split(" (")[0]
+        ax.plot(hist["step"], hist[metric], label=label, color=colors.get(kind), lw=1.8)
+    ax.set_xlabel("step")
+    ax.set_ylabel(metric.replace("_", " "))
+    if log_x:
+        ax.set_xscale("log")
+    if metric.endswith("acc"):
+        ax.set_ylim(-0.02, 1.02)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def plot_embedding_circle(ax: Axes, projection: PCA, pcs: tuple[int, int] = (0, 2),
+                          title: str | None = None, annotate_every: int | None = None) -> Axes:
+    """Token embeddings on two principal components, coloured by token value (Figure 3).
+
+    Consecutive values are joined by faint lines, so a circle walked at frequency k shows as a
+    regular polygon/star; the title gives the circularity score and k.
+    """
+    i, j = pcs
+    pts = projection.projected[:, [i, j]]
+    p = len(pts)
+    score, k = circularity(pts)
+    order = np.r_[np.arange(p), 0]
+    ax.plot(pts[order, 0], pts[order, 1], color="0.75", lw=0.6, zorder=1)
+    sc = ax.scatter(pts[:, 0], pts[:, 1], c=np.arange(p), cmap="twilight", s=28,
+                    edgecolors="0.2", linewidths=0.3, zorder=2)
+    step = annotate_every or max(1, p // 10)
+    for a in range(0, p, step):
+        ax.annotate(str(a), pts[a], fontsize=7, xytext=(3, 3), textcoords="offset points")
+    var = projection.explained_variance_ratio
+    ax.set_xlabel(f"PC{i + 1} ({var[i]:.0%} var.)")
+    ax.set_ylabel(f"PC{j + 1} ({var[j]:.0%} var.)")
+    ax.set_aspect("equal", adjustable="datalim")
+    head = f"{title}\n" if title else ""
+    ax.set_title(f"{head}circularity {score:.2f}, frequency k={k}", fontsize=9)
+    plt.colorbar(sc, ax=ax, fraction=0.046, pad=0.04, label="token value")
+    return ax
+
+
+def plot_explained_variance(ax: Axes, ratios: Mapping[str, Sequence[float]], n: int = 10) -> Axes:
+    """Share of variance on each of the first ``n`` principal components, one bar group per model."""
+    labels = list(ratios)
+    width = 0.8 / max(len(labels), 1)
+    x = np.arange(n)
+    for idx, label in enumerate(labels):
+        r = np.asarray(ratios[label])[:n]
+        ax.bar(x[: len(r)] + idx * width, r, width, label=label,
+               color=MODEL_COLORS.get(label))
+    ax.set_xticks(x + width * (len(labels) - 1) / 2, [f"PC{i + 1}" for i in x])
+    ax.set_ylabel("explained variance ratio")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def plot_accuracy_bars(ax: Axes, metrics: pd.DataFrame, metric: str = "test_acc",
+                       chance: float | None = None) -> Axes:
+    """Median ``metric`` per model and width (dots: individual restarts)."""
+    groups = list(metrics.groupby(["model", "width"], sort=False))
+    for idx, ((model, width), df) in enumerate(groups):
+        ax.bar(idx, df[metric].median(), color=MODEL_COLORS.get(model), alpha=0.85)
+        ax.scatter(np.full(len(df), idx), df[metric], color="k", s=10, zorder=3)
+    ax.set_xticks(range(len(groups)), [f"{m}\nd={w}" for (m, w), _ in groups], fontsize=8)
+    ax.set_ylabel(metric.replace("_", " "))
+    ax.set_ylim(0, 1.05)
+    if chance is not None:
+        ax.axhline(chance, color="0.4", ls="--", lw=1, label="chance")
+        ax.legend(fontsize=8)
+    return ax

@@ -1,0 +1,103 @@
+"""The task interface every experiment plugs into.
+
+A task says what the model sees (vocabulary, context length), how training batches are drawn,
+which fixed sets it is evaluated on, and how logits are scored.  The training loop knows nothing
+else about it, so modular addition, needle-in-a-haystack, Dyck, memorisation and miiii share one
+loop.  Targets are either [b] (only the last position is scored: ``last_only``) or [b, t] with
+``IGNORE`` at unscored positions (teacher-forced sequence outputs).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from rt_lib.seeding import derive
+
+IGNORE = -100  # target value of an unscored position (PyTorch's cross-entropy ignore_index)
+
+Batch = tuple[Tensor, Tensor]  # (tokens [b, t] long, targets [b] or [b, t] long)
+
+
+class Task(ABC):
+    """Interface: sizes, a training stream, fixed evaluation sets, a loss and metrics."""
+
+    name: str
+    d_vocab: int  # input vocabulary size
+    d_vocab_out: int  # number of output classes
+    n_ctx: int  # input length
+    last_only: bool = True  # only the last position is scored: models may compute it alone
+
+    @abstractmethod
+    def get_batch(self, step: int, batch_size: int | None, seed: int) -> Batch:
+        """The training batch of ``step``: a pure function of its arguments, so that a resumed
+        run sees the same batches.  ``batch_size=None`` = full batch (finite tasks)."""
+
+    @abstractmethod
+    def eval_sets(self) -> dict[str, Batch]:
+        """Fixed sets scored during training, e.g. ``{"train": ..., "test": ...}``."""
+
+    def loss(self, logits: Tensor, targets: Tensor) -> Tensor:
+        """Training loss: mean cross-entropy over scored positions."""
+        return F.cross_entropy(logits.flatten(0, -2), targets.flatten(), ignore_index=IGNORE)
+
+    def scores(self, logits: Tensor, targets: Tensor) -> dict[str, Tensor]:
+        """Per-example scores [b], averaged over an eval set: loss and accuracy by default,
+        each the mean over that example's scored positions."""
+        if targets.ndim == 1:
+            loss = F.cross_entropy(logits, targets, reduction="none")
+            return {"loss": loss, "acc": (logits.argmax(-1) == targets).float()}
+        scored = (targets != IGNORE).float()
+        n = scored.sum(-1).clamp(min=1)
+        ce = F.cross_entropy(logits.transpose(1, -1), targets, ignore_index=IGNORE,
+                             reduction="none")  # [b, t], 0 where ignored
+        correct = (logits.argmax(-1) == targets).float() * scored
+        return {"loss": ce.sum(-1) / n, "acc": correct.sum(-1) / n}
+
+
+@dataclass
+class FiniteTask(Task):
+    """A task given by a fixed train and test set (modular addition, memorisation, miiii)."""
+
+    name: str
+    d_vocab: int
+    d_vocab_out: int
+    n_ctx: int
+    train: Batch
+    test: Batch
+    last_only: bool = True
+    _epoch_cache: tuple[tuple[int, int], Tensor] | None = field(default=None, repr=False)
+
+    def get_batch(self, step: int, batch_size: int | None, seed: int) -> Batch:
+        x, y = self.train
+        n = len(x)
+        if batch_size is None or batch_size >= n:
+            return x, y
+        # Epochs of a fresh permutation each; a short tail is dropped so every batch is full.
+        per_epoch = n // batch_size
+        epoch, i = divmod(step, per_epoch)
+        if self._epoch_cache is None or self._epoch_cache[0] != (seed, epoch):
+            gen = torch.Generator().manual_seed(derive(seed, f"epoch{epoch}"))
+            self._epoch_cache = ((seed, epoch), torch.randperm(n, generator=gen))
+        idx = self._epoch_cache[1][i * batch_size : (i + 1) * batch_size]
+        return x[idx], y[idx]
+
+    def eval_sets(self) -> dict[str, Batch]:
+        return {"train": self.train, "test": self.test}
+
+
+def split_indices(n: int, train_fraction: float, seed: int) -> tuple[Tensor, Tensor]:
+    """Shuffle range(n) once with ``seed`` and cut it at ``train_fraction``."""
+    if not 0.0 < train_fraction < 1.0:
+        raise ValueError(f"train_fraction must be in (0, 1), got {train_fraction}")
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
+    n_train = round(train_fraction * n)
+    if n_train == 0 or n_train == n:
+        raise ValueError(
+            f"train_fraction={train_fraction} leaves an empty split of {n} examples"
+        )
+    return order[:n_train], order[n_train:]

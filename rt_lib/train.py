@@ -1,0 +1,215 @@
+"""One training loop for every experiment: AdamW, warm-up + cosine, clipping, sparse evaluation.
+
+Settings follow Zhong & Andreas (SPEC A, "Optimiser for synthetic tasks"): AdamW lr 1e-3,
+weight decay 1e-3 on matrices only, betas (0.9, 0.999), grad-norm clip 1, 500 warm-up steps then
+cosine decay to 0.  Batches are a pure function of (seed, step), so a run resumed from a
+checkpoint sees exactly the batches the uninterrupted run would have.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import pandas as pd
+import torch
+from torch import Tensor, nn
+from tqdm.auto import tqdm
+
+from rt_lib.io import atomic_save_torch
+from rt_lib.seeding import derive, set_threads
+from rt_lib.tasks.base import Task
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    steps: int = 1000  # optimiser steps (the paper: 50,000 for modular addition)
+    batch_size: int | None = 4000  # None = full batch; 4000 is the authors' modular-addition batch
+    lr: float = 1e-3  # peak learning rate after warm-up (SPEC A)
+    weight_decay: float = 1e-3  # AdamW decay on matrices; none on biases and LayerNorm (SPEC A)
+    betas: tuple[float, float] = (0.9, 0.999)  # AdamW defaults, as in the authors' code
+    warmup_steps: int = 500  # linear warm-up (SPEC A)
+    schedule: Literal["cosine", "constant"] = "cosine"  # after warm-up: cosine to 0, or flat
+    grad_clip: float | None = 1.0  # global grad-norm clip (SPEC A); None disables
+    eval_every: int = 100  # evaluation is sparse: it costs a pass over every eval set
+    eval_batch_size: int = 8192  # rows per evaluation chunk, to bound memory
+    seed: int = 0  # the run's one seed: model init and batch order derive from it
+    threads: int | None = None  # torch threads; None -> $RT_THREADS or 1 (see seeding.set_threads)
+    device: str = "auto"  # "auto" = CUDA when available, else CPU
+    bf16: bool = False  # bf16 autocast of the forward pass (loss and optimiser stay fp32)
+    stop_metric: str | None = None  # e.g. "test_acc": stop early once it reaches stop_value
+    stop_value: float = 1.0  # threshold for stop_metric
+    checkpoint_path: str | None = None  # where to save model + optimiser state; None = nowhere
+    checkpoint_every: int | None = None  # steps between checkpoints (always one at the end)
+    resume: bool = False  # continue from checkpoint_path if it exists
+    progress: bool = True  # tqdm bar; also off with TQDM_DISABLE=1
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.steps, int) or self.steps < 1:
+            raise ValueError(f"steps must be a positive integer, got {self.steps!r}")
+        if self.batch_size is not None and self.batch_size < 1:
+            raise ValueError(f"batch_size must be positive or None, got {self.batch_size}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be positive, got {self.lr}")
+        if self.weight_decay < 0:
+            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
+        if self.warmup_steps < 0:
+            raise ValueError(f"warmup_steps must be >= 0, got {self.warmup_steps}")
+        if self.schedule not in ("cosine", "constant"):
+            raise ValueError(f"schedule={self.schedule!r} is not one of ['cosine', 'constant']")
+        if self.eval_every < 1:
+            raise ValueError(f"eval_every must be >= 1, got {self.eval_every}")
+        if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
+            raise ValueError(f"device={self.device!r} is not 'auto', 'cpu' or 'cuda[:n]'")
+
+
+@dataclass
+class TrainResult:
+    model: nn.Module
+    history: pd.DataFrame  # one row per evaluation: step, lr, train_loss, <set>_<metric>, time_s
+    wall_time_s: float
+    steps_done: int
+    config: TrainConfig = field(repr=False)
+
+    def final(self, column: str) -> float:
+        return float(self.history[column].iloc[-1])
+
+
+def resolve_device(device: str) -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def lr_lambda(cfg: TrainConfig) -> Callable[[int], float]:
+    """Multiplier of the peak lr at a step: linear warm-up, then cosine to 0 (or constant)."""
+
+    def factor(step: int) -> float:
+        if step < cfg.warmup_steps:
+            return (step + 1) / cfg.warmup_steps
+        if cfg.schedule == "constant":
+            return 1.0
+        span = max(cfg.steps - cfg.warmup_steps, 1)
+        return 0.5 * (1.0 + math.cos(math.pi * min(step - cfg.warmup_steps, span) / span))
+
+    return factor
+
+
+def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
+    """AdamW over trainable parameters only; vectors (biases, LayerNorm) get no weight decay."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    if not params:
+        raise ValueError("the model has no trainable parameters")
+    decay = [p for p in params if p.ndim >= 2]
+    no_decay = [p for p in params if p.ndim < 2]
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay}]
+    if no_decay:
+        groups.append({"params": no_decay, "weight_decay": 0.0})
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas)
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, task: Task, batch_size: int = 8192,
+             device: torch.device | None = None, bf16: bool = False) -> dict[str, float]:
+    """Mean of the task's per-example scores on every eval set: {"test_acc": ..., ...}."""
+    device = device or next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    out: dict[str, float] = {}
+    for set_name, (x, y) in task.eval_sets().items():
+        sums: dict[str, float] = {}
+        for start in range(0, len(x), batch_size):
+            xb = x[start : start + batch_size].to(device)
+            yb = y[start : start + batch_size].to(device)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+                logits = model(xb, last_only=task.last_only)
+            for key, values in task.scores(logits.float(), yb).items():
+                sums[key] = sums.get(key, 0.0) + values.double().sum().item()
+        for key, total in sums.items():
+            out[f"{set_name}_{key}"] = total / len(x)
+    model.train(was_training)
+    return out
+
+
+def train(model: nn.Module, task: Task, cfg: TrainConfig,
+          grad_hook: Callable[[nn.Module, int], None] | None = None,
+          desc: str | None = None) -> TrainResult:
+    """Train ``model`` on ``task``; ``grad_hook(model, step)`` may edit grads before clipping."""
+    set_threads(cfg.threads)
+    device = resolve_device(cfg.device)
+    model.to(device).train()
+    optimizer = make_optimizer(model, cfg)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(cfg))
+    rows: list[dict[str, float]] = []
+    start_step, elapsed_before = 0, 0.0
+    ckpt = Path(cfg.checkpoint_path) if cfg.checkpoint_path else None
+    if cfg.resume and ckpt is not None and ckpt.exists():
+        state = torch.load(ckpt, map_location=device, weights_only=False)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        start_step, rows, elapsed_before = state["step"], state["history"], state["time_s"]
+        if grad_hook is not None and hasattr(grad_hook, "load_state_dict"):
+            grad_hook.load_state_dict(state.get("grad_hook", {}))
+
+    data_seed = derive(cfg.seed, "batches")
+    disable = not cfg.progress or os.environ.get("TQDM_DISABLE", "") not in ("", "0")
+    bar = tqdm(range(start_step, cfg.steps), desc=desc or task.name, disable=disable,
+               initial=start_step, total=cfg.steps, leave=False)
+    t0 = time.perf_counter() - elapsed_before
+
+    def save(step: int) -> None:
+        if ckpt is None:
+            return
+        state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                 "scheduler": scheduler.state_dict(), "step": step, "history": rows,
+                 "time_s": time.perf_counter() - t0, "config": asdict(cfg)}
+        if grad_hook is not None and hasattr(grad_hook, "state_dict"):
+            state["grad_hook"] = grad_hook.state_dict()
+        atomic_save_torch(state, ckpt)
+
+    step = start_step
+    for step in bar:
+        x, y = task.get_batch(step, cfg.batch_size, data_seed)
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.bf16):
+            logits = model(x, last_only=task.last_only)
+        loss = task.loss(logits.float(), y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if grad_hook is not None:
+            grad_hook(model, step)
+        if cfg.grad_clip is not None:
+            nn.utils.clip_grad_norm_(
+                [p for p in model.parameters() if p.grad is not None], cfg.grad_clip)
+        lr_now = optimizer.param_groups[0]["lr"]
+        optimizer.step()
+        scheduler.step()
+
+        last = step == cfg.steps - 1
+        if (step + 1) % cfg.eval_every == 0 or last:
+            row = {"step": step + 1, "lr": lr_now, "train_loss": loss.item()}
+            row.update(evaluate(model, task, cfg.eval_batch_size, device, cfg.bf16))
+            row["time_s"] = time.perf_counter() - t0
+            rows.append(row)
+            if cfg.stop_metric is not None:
+                if cfg.stop_metric not in row:
+                    raise KeyError(f"stop_metric={cfg.stop_metric!r} is not among {sorted(row)}")
+                bar.set_postfix({cfg.stop_metric: f"{row[cfg.stop_metric]:.3f}"})
+                if row[cfg.stop_metric] >= cfg.stop_value:
+                    step += 1
+                    break
+        if cfg.checkpoint_every and (step + 1) % cfg.checkpoint_every == 0:
+            save(step + 1)
+    else:
+        step = cfg.steps
+    bar.close()
+    save(step)
+    history = pd.DataFrame(rows)
+    return TrainResult(model=model, history=history, wall_time_s=time.perf_counter() - t0,
+                       steps_done=step, config=cfg)

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Set up (.venv + pinned dependencies) and regenerate every figure and table into results/.
+#   ./run_all.sh                     CPU profile, every numbered notebook
+#   ./run_all.sh --profile paper     paper-scale settings from configs/paper/ (GPU when present)
+#   ./run_all.sh --only 01           one notebook;  --set key=value overrides a parameter
+#   ./run_all.sh --help              all options
+set -euo pipefail
+cd "$(dirname "$0")"
+./scripts/setup.sh
+exec .venv/bin/python -m rt_lib.runner "$@"

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Set up (.venv + pinned dependencies) and run every test: the rt_lib unit tests and nbval
+# regression runs of every committed notebook (outputs compared after tests/nbval_sanitize.cfg).
+# Extra arguments go to pytest, e.g. ./run_tests.sh -k model
+set -euo pipefail
+cd "$(dirname "$0")"
+./scripts/setup.sh
+export TQDM_DISABLE=1 MPLBACKEND=Agg
+# nbval writes through the notebooks' own code: keep its results apart from ./results.
+export RT_RESULTS="${RT_RESULTS:-$(mktemp -d)/results}"
+exec .venv/bin/python -m pytest tests notebooks --nbval --nbval-current-env \
+  --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 900 -p no:cacheprovider "$@"

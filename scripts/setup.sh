@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Create .venv (if absent) and install the pinned dependencies and rt_lib (editable).
+# Idempotent and quick when nothing changed: a stamp records the hash of what was installed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv with $($PYTHON --version 2>&1)"
+  "$PYTHON" -m venv .venv
+fi
+stamp=.venv/.rt-companion-installed
+want=$(cat requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "setup: installing pinned dependencies (requirements.txt) and rt_lib"
+  .venv/bin/python -m pip install --quiet --upgrade pip
+  .venv/bin/python -m pip install --quiet -r requirements.txt
+  .venv/bin/python -m pip install --quiet --no-deps -e .
+  .venv/bin/python -c "import torch, rt_lib; print('setup: torch', torch.__version__, '| rt_lib', rt_lib.__version__)"
+  echo "$want" > "$stamp"
+fi

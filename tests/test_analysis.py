@@ -1,0 +1,52 @@
+import numpy as np
+import pytest
+
+from rt_lib.analysis import best_circle_pcs, circularity, pca
+
+
+def circle(p, k, radius=1.0, phase=0.3):
+    a = np.arange(p)
+    return radius * np.stack([np.cos(2 * np.pi * k * a / p + phase),
+                              np.sin(2 * np.pi * k * a / p + phase)], 1)
+
+
+def test_pca_recovers_known_axes_and_variances():
+    rng = np.random.default_rng(0)
+    z = rng.standard_normal((2000, 3)) * np.array([3.0, 2.0, 0.5])
+    rot, _ = np.linalg.qr(rng.standard_normal((3, 3)))
+    res = pca(z @ rot.T + 5.0)
+    var = np.array([9.0, 4.0, 0.25])
+    np.testing.assert_allclose(res.explained_variance_ratio, var / var.sum(), atol=0.02)
+    # Component i is +-rot[:, i]; signs are normalised, so compare absolute cosines.
+    cos = np.abs(np.sum(res.components * rot.T, axis=1))
+    np.testing.assert_allclose(cos, 1.0, atol=1e-2)
+    np.testing.assert_allclose(res.projected.mean(0), 0.0, atol=1e-9)
+
+
+def test_pca_is_sign_stable_under_row_order():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((50, 6))
+    a, b = pca(x), pca(x[::-1])
+    np.testing.assert_allclose(a.components, b.components, atol=1e-10)
+
+
+@pytest.mark.parametrize("k", [1, 3, 7])
+def test_perfect_circle_scores_one_with_its_frequency(k):
+    score, got_k = circularity(circle(17, k))
+    assert score == pytest.approx(1.0)
+    assert got_k == k
+
+
+def test_noise_scores_low():
+    rng = np.random.default_rng(0)
+    score, _ = circularity(rng.standard_normal((199, 2)))
+    assert score < 0.2
+
+
+def test_best_pair_finds_the_circle_among_noise():
+    rng = np.random.default_rng(2)
+    p = 23
+    data = np.concatenate([rng.standard_normal((p, 1)) * 0.3, circle(p, 5, radius=2.0)[:, :1],
+                           rng.standard_normal((p, 1)) * 0.3, circle(p, 5, radius=2.0)[:, 1:]], 1)
+    (i, j), score, k = best_circle_pcs(data, max_pc=4)
+    assert (i, j) == (1, 3) and score == pytest.approx(1.0) and k == 5

@@ -1,0 +1,95 @@
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from rt_lib import runner
+from rt_lib.experiments.modular_addition import ModularAdditionParams
+from rt_lib.io import atomic_path, results_dir, save_csv
+
+
+def test_atomic_write_keeps_old_file_when_interrupted(tmp_path):
+    target = tmp_path / "metrics.csv"
+    target.write_text("old")
+    with pytest.raises(RuntimeError):
+        with atomic_path(target) as tmp:
+            tmp.write_text("half a fi")
+            raise RuntimeError("killed")
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["metrics.csv"]  # no temp file left
+
+
+def test_save_csv_round_trip(tmp_path):
+    df = pd.DataFrame({"a": [1, 2], "b": [0.1, 0.25]})
+    save_csv(df, tmp_path / "x.csv")
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "x.csv"), df)
+
+
+def test_results_dir_follows_environment(results_tmp):
+    assert results_dir("01_x") == results_tmp / "01_x" and (results_tmp / "01_x").is_dir()
+
+
+def test_results_dir_is_anchored_on_the_package(monkeypatch, tmp_path):
+    monkeypatch.delenv("RT_RESULTS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    import rt_lib
+
+    assert runner.PROJECT_ROOT == Path(rt_lib.__file__).resolve().parents[1]
+
+
+def test_unknown_profile_is_rejected_and_nothing_written(results_tmp):
+    with pytest.raises(runner.RunError, match="unknown profile 'gpu'.*cpu, paper"):
+        runner.plan("gpu", None, {})
+    assert not results_tmp.exists()
+
+
+def test_unknown_notebook_is_rejected():
+    with pytest.raises(runner.RunError, match="no notebook '99'"):
+        runner.plan("cpu", ["99"], {})
+
+
+def test_only_accepts_number_or_name():
+    by_number = runner.plan("cpu", ["1"], {})
+    by_name = runner.plan("cpu", ["01_modular_addition"], {})
+    assert [j.name for j in by_number] == [j.name for j in by_name] == ["01_modular_addition"]
+
+
+def test_unknown_parameter_is_rejected():
+    with pytest.raises(runner.RunError, match=r"unknown parameter\(s\) \['modulus'\]"):
+        runner.plan("cpu", ["01"], {"modulus": 5})
+
+
+def test_paper_profile_injects_its_config(tmp_path):
+    (job,) = runner.plan("paper", ["01"], {}, results_root=tmp_path)
+    assert job.parameters["p"] == 199 and job.parameters["widths"] == [16, 1024]
+    assert job.output_dir == tmp_path / "paper" / "01_modular_addition"
+
+
+def test_every_paper_config_names_only_known_parameters_and_validates():
+    jobs = runner.plan("paper", None, {})
+    assert jobs
+    for job in jobs:
+        if job.name == "01_modular_addition":
+            ModularAdditionParams(**job.parameters)  # raises on a bad value
+
+
+def test_main_reports_bad_arguments_with_exit_code_2(capsys, results_tmp):
+    assert runner.main(["--profile", "nope"]) == 2
+    assert "unknown profile 'nope'" in capsys.readouterr().err
+    assert runner.main(["--set", "p"]) == 2
+    assert not results_tmp.exists()
+
+
+def test_set_values_are_parsed_as_yaml():
+    assert runner.parse_sets(["p=59", "widths=[64, 128]", "batch_size=null"]) == {
+        "p": 59, "widths": [64, 128], "batch_size": None}
+
+
+def test_committed_notebooks_have_parameters_cell_and_outputs():
+    for path in runner.available_notebooks().values():
+        nb = json.loads(path.read_text())
+        assert nb["metadata"]["kernelspec"]["name"] == "python3"
+        first_code = next(c for c in nb["cells"] if c["cell_type"] == "code")
+        assert "parameters" in first_code["metadata"].get("tags", []), path.name
+        assert any(c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code"), path.name

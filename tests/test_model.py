@@ -1,0 +1,181 @@
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from rt_lib.model import (LSTM, TRAINABLE_PARAMS, LSTMConfig, Transformer, TransformerConfig,
+                          build_model, count_params, miiii_config, sinusoidal_positions)
+
+
+def tiny(**kw):
+    base = dict(d_vocab=11, n_ctx=5, d_model=16, n_layers=2, n_heads=4)
+    base.update(kw)
+    return TransformerConfig(**base)
+
+
+def tokens(b=3, t=5, v=11, seed=0):
+    return torch.randint(0, v, (b, t), generator=torch.Generator().manual_seed(seed))
+
+
+def test_output_shapes():
+    model = build_model(tiny(d_vocab_out=7), 0)
+    x = tokens()
+    assert model(x).shape == (3, 5, 7)
+    assert model(x, last_only=True).shape == (3, 7)
+
+
+def test_last_only_equals_last_position_of_full_forward():
+    model = build_model(tiny(), 0)
+    x = tokens()
+    torch.testing.assert_close(model(x, last_only=True), model(x)[:, -1], rtol=1e-5, atol=1e-6)
+
+
+def test_causal_mask_hides_the_future():
+    model = build_model(tiny(), 0)
+    x = tokens()
+    y = x.clone()
+    y[:, -1] = (y[:, -1] + 1) % 11
+    torch.testing.assert_close(model(x)[:, :-1], model(y)[:, :-1])
+    assert not torch.allclose(model(x)[:, -1], model(y)[:, -1])
+
+
+def test_non_causal_attention_sees_the_future():
+    model = build_model(tiny(causal=False), 0)
+    x = tokens()
+    y = x.clone()
+    y[:, -1] = (y[:, -1] + 1) % 11
+    assert not torch.allclose(model(x)[:, 0], model(y)[:, 0])
+
+
+def test_cached_path_equals_fused_attention_and_patterns_are_causal_distributions():
+    model = build_model(tiny(), 0)
+    x = tokens()
+    cache = {}
+    torch.testing.assert_close(model(x, cache=cache), model(x), rtol=1e-5, atol=1e-6)
+    pattern = cache["blocks.0.attn.pattern"]  # [b, h, t, t]
+    assert pattern.shape == (3, 4, 5, 5)
+    torch.testing.assert_close(pattern.sum(-1), torch.ones(3, 4, 5))
+    assert (pattern.triu(1) == 0).all()
+
+
+def test_attention_matches_a_hand_written_reference():
+    """One block, no LN: out = x + sum_h softmax(QK^T/sqrt(dk) + mask) V W_O[h] + MLP(...)."""
+    cfg = tiny(n_layers=1, layernorm=False, bias=False)
+    model = build_model(cfg, 1)
+    x = tokens(b=2)
+    resid = model.W_E[x] + model.W_pos[:5]
+    att = model.blocks[0].attn
+    heads = []
+    for h in range(4):
+        q, k, v = resid @ att.W_Q[h], resid @ att.W_K[h], resid @ att.W_V[h]
+        s = q @ k.transpose(-1, -2) / math.sqrt(4)
+        s = s.masked_fill(torch.ones(5, 5).triu(1).bool(), float("-inf"))
+        heads.append(s.softmax(-1) @ v @ att.W_O[h])
+    resid = resid + sum(heads)
+    mlp = model.blocks[0].mlp
+    resid = resid + F.gelu(resid @ mlp.W_in, approximate="tanh") @ mlp.W_out
+    torch.testing.assert_close(model(x), resid @ model.W_U, rtol=1e-4, atol=1e-5)
+
+
+def test_gpt2_init_statistics():
+    cfg = tiny(d_model=256, n_layers=4, d_vocab=300)
+    model = build_model(cfg, 0)
+    assert model.W_E.std().item() == pytest.approx(0.02, rel=0.05)
+    assert model.blocks[0].attn.W_Q.std().item() == pytest.approx(0.02, rel=0.05)
+    assert model.blocks[0].mlp.W_out.std().item() == pytest.approx(0.02 / math.sqrt(8), rel=0.05)
+    assert model.blocks[0].attn.b_Q.abs().max().item() == 0
+    assert (model.blocks[0].ln1.w == 1).all()
+
+
+def test_he_init_uses_fan_in():
+    cfg = miiii_config(p=113, d_model=256)
+    model = build_model(cfg, 0)
+    assert model.blocks[0].mlp.W_in.std().item() == pytest.approx(math.sqrt(2 / 256), rel=0.05)
+    assert model.blocks[0].mlp.W_out.std().item() == pytest.approx(math.sqrt(2 / 1024), rel=0.05)
+
+
+def test_miiii_configuration_shapes_and_masking():
+    cfg = miiii_config(p=13, d_model=32, n_heads=4)
+    assert cfg.out_sizes == (2, 3, 5, 7, 11)
+    model = build_model(cfg, 0)
+    names = {n for n, _ in model.named_parameters()}
+    assert not any(n.rsplit(".", 1)[-1].startswith("b") for n in names)  # no biases, no LN
+    x = torch.tensor([[3, 4, 13], [0, 12, 13]])
+    logits = model(x, last_only=True)
+    assert logits.shape == (2, 5, 11)
+    for i, q in enumerate(cfg.out_sizes):
+        assert torch.isinf(logits[:, i, q:]).all() and torch.isfinite(logits[:, i, :q]).all()
+
+
+def test_same_seed_same_weights_and_global_rng_untouched():
+    torch.manual_seed(123)
+    before = torch.rand(1)
+    torch.manual_seed(123)
+    a = build_model(tiny(), 7)
+    after = torch.rand(1)
+    b = build_model(tiny(), 7)
+    assert torch.equal(before, after)
+    for pa, pb in zip(a.parameters(), b.parameters()):
+        assert torch.equal(pa, pb)
+
+
+@pytest.mark.parametrize("trainable", list(TRAINABLE_PARAMS))
+def test_trainable_setting_names_the_trainable_parameters(trainable):
+    model = build_model(tiny(trainable=trainable), 0)
+    got = {n for n, p in model.named_parameters() if p.requires_grad}
+    expected = TRAINABLE_PARAMS[trainable]
+    assert got == (expected if expected is not None else {n for n, _ in model.named_parameters()})
+
+
+def test_parameter_counts_match_the_authors_gpt2():
+    # SPEC A, memorisation at width 128: 659,584 trainable parameters fully trained and 262,784
+    # random; their difference is the frozen core (2 blocks + final LayerNorm) = 396,800.
+    cfg = tiny(d_vocab=1025, n_ctx=3, d_model=128, trainable="embeddings")
+    random_model = build_model(cfg, 0)
+    assert count_params(random_model) == 262_784  # (1025 + 3 + 1025) * 128
+    assert count_params(random_model, trainable_only=False) == 659_584
+
+
+def test_sinusoidal_positions_are_a_frozen_buffer():
+    model = build_model(tiny(pos_embed="sinusoidal", trainable="token_unembed"), 0)
+    assert "W_pos" not in dict(model.named_parameters())
+    torch.testing.assert_close(model.W_pos, sinusoidal_positions(5, 16))
+    assert sinusoidal_positions(3, 4)[1, 0] == pytest.approx(math.sin(1.0))
+    assert sinusoidal_positions(3, 4)[1, 1] == pytest.approx(math.cos(1.0))
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(d_model=30, n_heads=4), "d_model=30 is not divisible by n_heads=4"),
+        (dict(trainable="everything"), "trainable='everything' is not one of"),
+        (dict(act="swish"), "act='swish'"),
+        (dict(d_model=0), "d_model must be a positive integer"),
+        (dict(dropout=1.0), "dropout"),
+        (dict(pos_embed="rotary"), "pos_embed='rotary'"),
+    ],
+)
+def test_bad_model_parameters_raise_clear_errors(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        tiny(**kwargs)
+
+
+def test_sequence_longer_than_context_is_rejected():
+    model = build_model(tiny(n_ctx=3), 0)
+    with pytest.raises(ValueError, match="exceeds n_ctx=3"):
+        model(tokens(t=4))
+
+
+def test_lstm_shapes_and_frozen_core():
+    model = build_model(LSTMConfig(d_vocab=11, d_model=16, d_vocab_out=5, trainable="embeddings"), 0)
+    assert isinstance(model, LSTM)
+    assert model(tokens()).shape == (3, 5, 5)
+    assert model(tokens(), last_only=True).shape == (3, 5)
+    assert {n for n, p in model.named_parameters() if p.requires_grad} == {"W_E", "W_U", "b_U"}
+    with pytest.raises(ValueError, match="trainable='unembed'"):
+        LSTMConfig(d_vocab=3, trainable="unembed")
+
+
+def test_transformer_is_a_single_class_for_both_papers():
+    assert type(build_model(miiii_config(p=7, d_model=8, n_heads=2), 0)) is Transformer

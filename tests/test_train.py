@@ -1,0 +1,132 @@
+import math
+
+import pytest
+import torch
+
+from rt_lib.model import LSTMConfig, TransformerConfig, build_model
+from rt_lib.tasks import modular_addition
+from rt_lib.train import TrainConfig, lr_lambda, make_optimizer, train
+
+
+def tiny_task():
+    return modular_addition(7, train_fraction=0.8, split_seed=0)
+
+
+def tiny_model(trainable="all", seed=0):
+    return build_model(TransformerConfig(d_vocab=7, n_ctx=2, d_model=16, n_heads=4,
+                                         trainable=trainable), seed)
+
+
+def quick(**kw):
+    base = dict(steps=6, batch_size=8, warmup_steps=2, eval_every=3, progress=False, threads=1)
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+@pytest.mark.parametrize(
+    "trainable, expected",
+    [
+        ("all", None),
+        ("embeddings", {"W_E", "W_pos", "W_U"}),
+        ("unembed", {"W_U"}),
+        ("embed", {"W_E", "W_pos"}),
+        ("token_unembed", {"W_E", "W_U"}),
+    ],
+)
+def test_one_step_changes_exactly_the_named_parameters(trainable, expected):
+    model = tiny_model(trainable)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    # LayerNorm gains start at exactly 1 and biases at 0; weight decay alone would not move them,
+    # but a gradient step does, so "all" must change every tensor.
+    train(model, tiny_task(), quick(steps=1, eval_every=1, lr=1e-2, warmup_steps=0))
+    changed = {n for n, p in model.named_parameters() if not torch.equal(p, before[n])}
+    everything = set(before)
+    assert changed == (everything if expected is None else expected)
+    for n in everything - changed:
+        assert torch.equal(dict(model.named_parameters())[n], before[n])  # bit-identical
+
+
+def test_lstm_random_trains_only_embedding_and_readout():
+    model = build_model(LSTMConfig(d_vocab=7, d_model=8, trainable="embeddings"), 0)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    train(model, tiny_task(), quick(steps=1, eval_every=1, warmup_steps=0))
+    changed = {n for n, p in model.named_parameters() if not torch.equal(p, before[n])}
+    assert changed == {"W_E", "W_U", "b_U"}
+
+
+def test_same_seed_gives_identical_history():
+    a = train(tiny_model(seed=3), tiny_task(), quick(seed=11)).history
+    b = train(tiny_model(seed=3), tiny_task(), quick(seed=11)).history
+    cols = [c for c in a.columns if c != "time_s"]
+    assert a[cols].equals(b[cols])
+    c = train(tiny_model(seed=3), tiny_task(), quick(seed=12)).history
+    assert not a[cols].equals(c[cols])
+
+
+def test_history_columns_and_eval_steps():
+    hist = train(tiny_model(), tiny_task(), quick(steps=7, eval_every=3)).history
+    assert hist["step"].tolist() == [3, 6, 7]
+    for col in ("lr", "train_loss", "train_acc", "test_acc", "test_loss", "time_s"):
+        assert col in hist
+
+
+def test_accuracy_matches_an_independent_count():
+    task, model = tiny_task(), tiny_model()
+    res = train(model, task, quick(steps=3))
+    x, y = task.test
+    with torch.no_grad():
+        expected = (model(x)[:, -1].argmax(-1) == y).float().mean().item()
+    assert res.final("test_acc") == pytest.approx(expected)
+
+
+def test_warmup_then_cosine_to_zero():
+    cfg = TrainConfig(steps=110, warmup_steps=10, progress=False)
+    f = lr_lambda(cfg)
+    assert f(0) == pytest.approx(0.1) and f(9) == pytest.approx(1.0)
+    assert f(10) == pytest.approx(1.0)
+    assert f(60) == pytest.approx(0.5)
+    assert f(110) == pytest.approx(0.0, abs=1e-12)
+    assert f(35) == pytest.approx(0.5 * (1 + math.cos(math.pi * 25 / 100)))
+
+
+def test_no_weight_decay_on_vectors():
+    opt = make_optimizer(tiny_model(), TrainConfig(weight_decay=0.5, progress=False))
+    for group in opt.param_groups:
+        assert all(p.ndim >= 2 for p in group["params"]) == (group["weight_decay"] == 0.5)
+
+
+def test_resume_from_checkpoint_matches_uninterrupted_run(tmp_path):
+    ref = train(tiny_model(), tiny_task(), quick(steps=8, eval_every=2, seed=4))
+    ckpt = str(tmp_path / "run.pt")
+    # "Interrupt" after step 4: stop early on a condition met there; a checkpoint is saved.
+    cut = train(tiny_model(), tiny_task(), quick(steps=8, eval_every=2, seed=4,
+                                                  checkpoint_path=ckpt, stop_metric="step",
+                                                  stop_value=4))
+    assert cut.steps_done == 4 and torch.load(ckpt, weights_only=False)["step"] == 4
+    # Resume into a differently initialised model: the checkpoint must overwrite everything.
+    resumed = train(tiny_model(seed=99), tiny_task(), quick(steps=8, eval_every=2, seed=4,
+                                                             checkpoint_path=ckpt, resume=True))
+    cols = [c for c in ref.history.columns if c != "time_s"]
+    assert resumed.history[cols].equals(ref.history[cols])
+    for a, b in zip(resumed.model.parameters(), ref.model.parameters()):
+        assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(steps=0), "steps must be a positive integer"),
+        (dict(lr=0.0), "lr must be positive"),
+        (dict(batch_size=0), "batch_size"),
+        (dict(schedule="linear"), "schedule='linear'"),
+        (dict(device="tpu"), "device='tpu'"),
+    ],
+)
+def test_bad_train_parameters(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        TrainConfig(**kwargs)
+
+
+def test_unknown_stop_metric_is_reported():
+    with pytest.raises(KeyError, match="stop_metric='test_accuracy'"):
+        train(tiny_model(), tiny_task(), quick(stop_metric="test_accuracy"))
