@@ -37,6 +37,9 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
                                dir=path.parent)
     os.close(fd)
     tmp_path = Path(tmp)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp_path, 0o666 & ~umask)  # mkstemp makes 0600 files; results are for everyone
     try:
         yield tmp_path
         os.replace(tmp_path, path)

@@ -163,17 +163,28 @@ class Attention(nn.Module):
             out = out + b
         return out.transpose(-2, -3)
 
-    def forward(self, x: Tensor, last_only: bool = False, cache: dict | None = None,
-                prefix: str = "") -> Tensor:
-        """x [b, t, d] -> [b, t, d], or [b, 1, d] for the last query alone when ``last_only``."""
+    def keys_values(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """K and V [b, h, t, k] of an (already LayerNormed) residual stream x [b, t, d]."""
         bias = self.cfg.bias
+        return (self._project(x, self.W_K, self.b_K if bias else None),
+                self._project(x, self.W_V, self.b_V if bias else None))
+
+    def forward(self, x: Tensor, last_only: bool = False, cache: dict | None = None,
+                prefix: str = "", past_kv: tuple[Tensor, Tensor] | None = None) -> Tensor:
+        """x [b, t, d] -> [b, t, d], or [b, 1, d] for the last query alone when ``last_only``.
+
+        ``past_kv``: keys and values [b, h, t0, k] of earlier positions, computed elsewhere;
+        x then holds the positions after them (a KV cache, as in incremental decoding).
+        """
         q_in = x[:, -1:] if last_only else x
-        q = self._project(q_in, self.W_Q, self.b_Q if bias else None)  # [b, h, tq, k]
-        key = self._project(x, self.W_K, self.b_K if bias else None)  # [b, h, t, k]
-        v = self._project(x, self.W_V, self.b_V if bias else None)  # [b, h, t, k]
-        # The last query sees every key, so the causal mask only matters for full queries.
-        causal = self.cfg.causal and not last_only and x.shape[1] > 1
-        if cache is None and x.shape[1] > SHORT_SEQ:
+        q = self._project(q_in, self.W_Q, self.b_Q if self.cfg.bias else None)  # [b, h, tq, k]
+        key, v = self.keys_values(x)  # [b, h, t, k]
+        if past_kv is not None:
+            key, v = torch.cat([past_kv[0], key], 2), torch.cat([past_kv[1], v], 2)
+        # The last query sees every key, so the causal mask only matters for several queries.
+        causal = self.cfg.causal and q.shape[2] > 1
+        bias = self.cfg.bias
+        if cache is None and key.shape[2] > SHORT_SEQ:
             dropout = self.cfg.dropout if self.training else 0.0
             z = F.scaled_dot_product_attention(q, key, v, is_causal=causal, dropout_p=dropout)
         elif cache is None:
@@ -181,7 +192,7 @@ class Attention(nn.Module):
             # kernel, whose per-call cost dominates when each sequence is this short.
             scores = (q[:, :, :, None, :] * key[:, :, None, :, :]).sum(-1) / math.sqrt(self.cfg.d_head)
             if causal:
-                t = x.shape[1]
+                t = key.shape[2]
                 mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
                 scores = scores.masked_fill(~mask, float("-inf"))
             pattern = F.dropout(scores.softmax(-1), self.cfg.dropout, self.training)
@@ -189,7 +200,7 @@ class Attention(nn.Module):
         else:
             scores = q @ key.transpose(-1, -2) / math.sqrt(self.cfg.d_head)  # [b, h, tq, t]
             if causal:
-                t = x.shape[1]
+                t = key.shape[2]
                 mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
                 scores = scores.masked_fill(~mask, float("-inf"))
             pattern = scores.softmax(-1)
@@ -232,9 +243,9 @@ class Block(nn.Module):
         self.dropout = nn.Dropout(cfg.dropout)
 
     def forward(self, x: Tensor, last_only: bool = False, cache: dict | None = None,
-                prefix: str = "") -> Tensor:
+                prefix: str = "", past_kv: tuple[Tensor, Tensor] | None = None) -> Tensor:
         resid = x[:, -1:] if last_only else x
-        resid = resid + self.dropout(self.attn(self.ln1(x), last_only, cache, prefix))
+        resid = resid + self.dropout(self.attn(self.ln1(x), last_only, cache, prefix, past_kv))
         return resid + self.dropout(self.mlp(self.ln2(resid), cache, prefix))
 
 
@@ -291,6 +302,8 @@ class Transformer(nn.Module):
 
     def forward(self, tokens: Tensor, last_only: bool = False,
                 cache: dict | None = None) -> Tensor:
+        if last_only and cache is None and self._prefixes_shared(tokens):
+            return self._forward_last_shared_prefix(tokens)
         x = self.embed(tokens)  # [b, t, d]
         if cache is not None:
             cache["embed"] = x.detach()
@@ -304,6 +317,34 @@ class Transformer(nn.Module):
         if last_only:
             x = x[:, -1]  # [b, d]
         return self.unembed(x)
+
+    def _prefixes_shared(self, tokens: Tensor) -> bool:
+        """Causal, deterministic, and the batch repeats its prefixes (e.g. [a, b] with p a's)."""
+        if not self.cfg.causal or tokens.shape[1] < 2 or (self.training and self.cfg.dropout):
+            return False
+        if tokens.shape[1] == 2:  # cheap count for the common 2-token case
+            return int(tokens[:, 0].unique().numel()) * 2 <= tokens.shape[0]
+        return int(tokens[:, :-1].unique(dim=0).shape[0]) * 2 <= tokens.shape[0]
+
+    def _forward_last_shared_prefix(self, tokens: Tensor) -> Tensor:
+        """Last-position logits [b, v] with each distinct prefix computed once.
+
+        Under a causal mask the stream at positions < t-1 depends on the prefix tokens alone, so
+        it is computed for the u distinct prefixes (u = p for modular addition, not b = p^2) and
+        its keys and values gathered per row; only the last position is computed per row.  The
+        same arithmetic as the full forward, up to float rounding, at ~40 % fewer FLOPs for
+        [a, b] -> c.
+        """
+        t = tokens.shape[1]
+        prefixes, inverse = tokens[:, :-1].unique(dim=0, return_inverse=True)  # [u, t-1], [b]
+        x_pre = self.embed(prefixes)  # [u, t-1, d]
+        x = self.embed_dropout(self.W_E[tokens[:, -1:]] + self.W_pos[t - 1 : t])  # [b, 1, d]
+        for i, block in enumerate(self.blocks):
+            k_pre, v_pre = block.attn.keys_values(block.ln1(x_pre))  # [u, h, t-1, k]
+            x = block(x, past_kv=(k_pre[inverse], v_pre[inverse]))
+            if i < len(self.blocks) - 1:
+                x_pre = block(x_pre)
+        return self.unembed(self.ln_final(x[:, -1]))
 
     def unembed(self, x: Tensor) -> Tensor:
         if self.cfg.out_sizes is None:

@@ -35,9 +35,13 @@ def plot_learning_curves(ax: Axes, histories: Mapping[str, pd.DataFrame], metric
     colors = colors or MODEL_COLORS
     for label, hist in histories.items():
         kind = label.split(" (")[0]
-        ax.plot(hist["step"], hist[metric], label=label, color=colors.get(kind), lw=1.8)
+        line, = ax.plot(hist["step"], hist[metric], label=label, color=colors.get(kind), lw=1.8)
+        twin = "train_" + metric.removeprefix("test_")
+        if metric.startswith("test_") and twin in hist:
+            # The same run's training score, dashed: the gap is memorisation not yet generalised.
+            ax.plot(hist["step"], hist[twin], color=line.get_color(), lw=1.0, ls="--", alpha=0.7)
     ax.set_xlabel("step")
-    ax.set_ylabel(metric.replace("_", " "))
+    ax.set_ylabel(metric.replace("_", " ") + (" (dashed: train)" if metric.startswith("test_") else ""))
     if log_x:
         ax.set_xscale("log")
     if metric.endswith("acc"):

@@ -42,6 +42,8 @@ class TrainConfig:
     threads: int | None = None  # torch threads; None -> $RT_THREADS or 1 (see seeding.set_threads)
     device: str = "auto"  # "auto" = CUDA when available, else CPU
     bf16: bool = False  # bf16 autocast of the forward pass (loss and optimiser stay fp32)
+    deterministic: bool = True  # deterministic kernels: with >1 thread, the embedding backward
+    # (index accumulate) otherwise adds in a varying order and runs drift apart in the last bits
     stop_metric: str | None = None  # e.g. "test_acc": stop early once it reaches stop_value
     stop_value: float = 1.0  # threshold for stop_metric
     checkpoint_path: str | None = None  # where to save model + optimiser state; None = nowhere
@@ -142,6 +144,9 @@ def train(model: nn.Module, task: Task, cfg: TrainConfig,
     """Train ``model`` on ``task``; ``grad_hook(model, step)`` may edit grads before clipping."""
     set_threads(cfg.threads)
     device = resolve_device(cfg.device)
+    if cfg.deterministic and device.type == "cuda":
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # cuBLAS needs it to be
+    torch.use_deterministic_algorithms(cfg.deterministic, warn_only=True)
     model.to(device).train()
     optimizer = make_optimizer(model, cfg)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(cfg))

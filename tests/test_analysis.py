@@ -50,3 +50,21 @@ def test_best_pair_finds_the_circle_among_noise():
                            rng.standard_normal((p, 1)) * 0.3, circle(p, 5, radius=2.0)[:, 1:]], 1)
     (i, j), score, k = best_circle_pcs(data, max_pc=4)
     assert (i, j) == (1, 3) and score == pytest.approx(1.0) and k == 5
+
+
+def test_plot_embedding_circle_draws_the_projected_points():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from rt_lib.plots import plot_embedding_circle
+
+    rng = np.random.default_rng(3)
+    proj = pca(rng.standard_normal((13, 6)))
+    fig, ax = plt.subplots()
+    plot_embedding_circle(ax, proj, (1, 3), title="t")
+    (points,) = ax.collections
+    np.testing.assert_allclose(points.get_offsets(), proj.projected[:, [1, 3]])
+    assert ax.get_xlabel().startswith("PC2") and ax.get_ylabel().startswith("PC4")
+    plt.close(fig)

@@ -179,3 +179,23 @@ def test_lstm_shapes_and_frozen_core():
 
 def test_transformer_is_a_single_class_for_both_papers():
     assert type(build_model(miiii_config(p=7, d_model=8, n_heads=2), 0)) is Transformer
+
+
+@pytest.mark.parametrize("t", [2, 4])
+def test_shared_prefix_path_matches_full_forward_and_gradients(t):
+    """Rows that repeat a prefix take the KV-cache path; values and grads must not change."""
+    cfg = tiny(d_vocab=5, n_ctx=t)
+    model = build_model(cfg, 2)
+    prefixes = torch.randint(0, 5, (3, t - 1), generator=torch.Generator().manual_seed(0))
+    x = torch.cat([prefixes.repeat(8, 1), torch.randint(0, 5, (24, 1))], 1)  # 3 prefixes, 24 rows
+    assert model._prefixes_shared(x)
+    fast = model(x, last_only=True)
+    model.zero_grad()
+    fast.square().sum().backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters()}
+    model.zero_grad()
+    slow = model(x)[:, -1]
+    slow.square().sum().backward()
+    torch.testing.assert_close(fast, slow, rtol=1e-5, atol=1e-6)
+    for n, p in model.named_parameters():
+        torch.testing.assert_close(grads[n], p.grad, rtol=1e-4, atol=1e-6, msg=n)

@@ -7,8 +7,9 @@ training loop and returns a metrics table with a row per run (seeded and recorde
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import pandas as pd
 import torch
@@ -60,9 +61,13 @@ class GridResult:
 
 def train_grid(task: Task, kinds: Sequence[str], widths: Sequence[int], restarts: int,
                train_cfg: TrainConfig, n_layers: int = 2, n_heads: int = 4,
-               lstm_lr: float | None = None, seed: int = 0,
+               arch_overrides: Mapping[str, Mapping[str, Any]] | None = None, seed: int = 0,
                checkpoint_dir: str | None = None) -> GridResult:
-    """Train every model kind at every width ``restarts`` times; seeds derive from ``seed``."""
+    """Train every model kind at every width ``restarts`` times; seeds derive from ``seed``.
+
+    ``arch_overrides`` changes training settings per architecture, e.g.
+    ``{"lstm": {"lr": 5e-3}}`` (the paper tuned the LSTM's learning rate separately, SPEC A).
+    """
     rows, result = [], GridResult(metrics=pd.DataFrame())
     for width in widths:
         for kind in kinds:
@@ -70,9 +75,8 @@ def train_grid(task: Task, kinds: Sequence[str], widths: Sequence[int], restarts
                 run_seed = derive(seed, f"restart{restart}") % 2**31
                 cfg = model_config(kind, task, width, n_layers, n_heads)
                 model = build_model(cfg, derive(run_seed, "init"))
-                tcfg = replace(train_cfg, seed=run_seed)
-                if MODEL_KINDS[kind][0] == "lstm" and lstm_lr is not None:
-                    tcfg = replace(tcfg, lr=lstm_lr)  # the paper tuned the LSTM's lr (SPEC A)
+                extra = (arch_overrides or {}).get(MODEL_KINDS[kind][0], {})
+                tcfg = replace(train_cfg, seed=run_seed, **extra)
                 res = train(model, task, tcfg, desc=f"{kind} d={width} #{restart}")
                 key = (kind, width, restart)
                 result.histories[key] = res.history
