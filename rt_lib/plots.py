@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
@@ -54,19 +55,21 @@ def plot_embedding_circle(ax: Axes, projection: PCA, pcs: tuple[int, int] = (0, 
                           title: str | None = None, annotate_every: int | None = None) -> Axes:
     """Token embeddings on two principal components, coloured by token value (Figure 3).
 
-    Consecutive values are joined by faint lines, so a circle walked at frequency k shows as a
-    regular polygon/star; the title gives the circularity score and k.
+    When the projection is roughly circular (score >= 0.5), a faint line joins the tokens in the order they sit on a circle walked at frequency k
+    (a, a + m, a + 2m, ... with m k = 1 mod p), so a circle shows as a regular polygon rather than
+    a star; the title gives the circularity score and k.
     """
     i, j = pcs
     pts = projection.projected[:, [i, j]]
     p = len(pts)
     score, k = circularity(pts)
-    order = np.r_[np.arange(p), 0]
-    ax.plot(pts[order, 0], pts[order, 1], color="0.75", lw=0.6, zorder=1)
+    if score >= 0.5:  # only a projection that is roughly a circle gets its polygon
+        step = pow(k, -1, p) if k and math.gcd(k, p) == 1 else 1
+        order = (np.arange(p + 1) * step) % p
+        ax.plot(pts[order, 0], pts[order, 1], color="0.75", lw=0.6, zorder=1)
     sc = ax.scatter(pts[:, 0], pts[:, 1], c=np.arange(p), cmap="twilight", s=28,
                     edgecolors="0.2", linewidths=0.3, zorder=2)
-    step = annotate_every or max(1, p // 10)
-    for a in range(0, p, step):
+    for a in range(0, p, annotate_every or max(1, p // 10)):
         ax.annotate(str(a), pts[a], fontsize=7, xytext=(3, 3), textcoords="offset points")
     var = projection.explained_variance_ratio
     ax.set_xlabel(f"PC{i + 1} ({var[i]:.0%} var.)")
