@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
-import torch
 from torch import Tensor
 
 
@@ -61,9 +60,3 @@ def best_circle_pcs(projected: np.ndarray, max_pc: int = 8) -> tuple[tuple[int, 
     )
     score, k = circularity(projected[:, list(best)])
     return best, score, k
-
-
-@torch.no_grad()
-def embedding_matrix(model: torch.nn.Module) -> Tensor:
-    """The token embedding W_E [d_vocab, d_model] of a Transformer or LSTM."""
-    return model.W_E.detach().cpu()

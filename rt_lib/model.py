@@ -13,7 +13,7 @@ Shapes use b = batch, t = positions, d = d_model, h = n_heads, k = d_head, m = d
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal, get_args
 
 import torch
@@ -124,6 +124,13 @@ def sinusoidal_positions(n_ctx: int, d_model: int) -> Tensor:
     return table
 
 
+def _mask_future(scores: Tensor) -> Tensor:
+    """Causal mask on attention scores [..., t, t]: query i sees keys 0..i only."""
+    t = scores.shape[-1]
+    keep = torch.ones(t, t, dtype=torch.bool, device=scores.device).tril()
+    return scores.masked_fill(~keep, float("-inf"))
+
+
 class LayerNorm(nn.Module):
     def __init__(self, d_model: int, enabled: bool):
         super().__init__()
@@ -191,18 +198,12 @@ class Attention(nn.Module):
             # Few positions (modular addition, miiii: 2-3): broadcast products beat the fused
             # kernel, whose per-call cost dominates when each sequence is this short.
             scores = (q[:, :, :, None, :] * key[:, :, None, :, :]).sum(-1) / math.sqrt(self.cfg.d_head)
-            if causal:
-                t = key.shape[2]
-                mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
-                scores = scores.masked_fill(~mask, float("-inf"))
+            scores = _mask_future(scores) if causal else scores
             pattern = F.dropout(scores.softmax(-1), self.cfg.dropout, self.training)
             z = (pattern[..., None] * v[:, :, None, :, :]).sum(-2)  # [b, h, tq, k]
         else:
             scores = q @ key.transpose(-1, -2) / math.sqrt(self.cfg.d_head)  # [b, h, tq, t]
-            if causal:
-                t = key.shape[2]
-                mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
-                scores = scores.masked_fill(~mask, float("-inf"))
+            scores = _mask_future(scores) if causal else scores
             pattern = scores.softmax(-1)
             cache[f"{prefix}attn.pattern"] = pattern.detach()
             z = F.dropout(pattern, self.cfg.dropout, self.training) @ v
@@ -422,12 +423,8 @@ def count_params(model: nn.Module, trainable_only: bool = True) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)
 
 
-def with_width(cfg: ModelConfig, d_model: int) -> ModelConfig:
-    return replace(cfg, d_model=d_model)
-
-
 __all__ = [
     "TRAINABLE_PARAMS", "Trainable", "TransformerConfig", "Transformer", "LSTMConfig", "LSTM",
     "ModelConfig", "build_model", "count_params", "miiii_config", "sinusoidal_positions",
-    "apply_trainable", "with_width",
+    "apply_trainable",
 ]

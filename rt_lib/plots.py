@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -78,35 +78,4 @@ def plot_embedding_circle(ax: Axes, projection: PCA, pcs: tuple[int, int] = (0, 
     head = f"{title}\n" if title else ""
     ax.set_title(f"{head}circularity {score:.2f}, frequency k={k}", fontsize=9)
     plt.colorbar(sc, ax=ax, fraction=0.046, pad=0.04, label="token value")
-    return ax
-
-
-def plot_explained_variance(ax: Axes, ratios: Mapping[str, Sequence[float]], n: int = 10) -> Axes:
-    """Share of variance on each of the first ``n`` principal components, one bar group per model."""
-    labels = list(ratios)
-    width = 0.8 / max(len(labels), 1)
-    x = np.arange(n)
-    for idx, label in enumerate(labels):
-        r = np.asarray(ratios[label])[:n]
-        ax.bar(x[: len(r)] + idx * width, r, width, label=label,
-               color=MODEL_COLORS.get(label))
-    ax.set_xticks(x + width * (len(labels) - 1) / 2, [f"PC{i + 1}" for i in x])
-    ax.set_ylabel("explained variance ratio")
-    ax.legend(fontsize=8)
-    return ax
-
-
-def plot_accuracy_bars(ax: Axes, metrics: pd.DataFrame, metric: str = "test_acc",
-                       chance: float | None = None) -> Axes:
-    """Median ``metric`` per model and width (dots: individual restarts)."""
-    groups = list(metrics.groupby(["model", "width"], sort=False))
-    for idx, ((model, width), df) in enumerate(groups):
-        ax.bar(idx, df[metric].median(), color=MODEL_COLORS.get(model), alpha=0.85)
-        ax.scatter(np.full(len(df), idx), df[metric], color="k", s=10, zorder=3)
-    ax.set_xticks(range(len(groups)), [f"{m}\nd={w}" for (m, w), _ in groups], fontsize=8)
-    ax.set_ylabel(metric.replace("_", " "))
-    ax.set_ylim(0, 1.05)
-    if chance is not None:
-        ax.axhline(chance, color="0.4", ls="--", lw=1, label="chance")
-        ax.legend(fontsize=8)
     return ax

@@ -18,7 +18,7 @@ from typing import Literal
 
 import pandas as pd
 import torch
-from torch import Tensor, nn
+from torch import nn
 from tqdm.auto import tqdm
 
 from rt_lib.io import atomic_save_torch
