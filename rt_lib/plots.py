@@ -55,9 +55,9 @@ def plot_embedding_circle(ax: Axes, projection: PCA, pcs: tuple[int, int] = (0, 
                           title: str | None = None, annotate_every: int | None = None) -> Axes:
     """Token embeddings on two principal components, coloured by token value (Figure 3).
 
-    When the projection is roughly circular (score >= 0.5), a faint line joins the tokens in the order they sit on a circle walked at frequency k
-    (a, a + m, a + 2m, ... with m k = 1 mod p), so a circle shows as a regular polygon rather than
-    a star; the title gives the circularity score and k.
+    When the projection is roughly circular (score >= 0.5), a faint line joins the tokens in the
+    order they sit on a circle walked at frequency k (a, a + m, a + 2m, ... with m k = 1 mod p),
+    so a circle shows as a regular polygon rather than a star; the title gives the score and k.
     """
     i, j = pcs
     pts = projection.projected[:, [i, j]]

@@ -51,7 +51,7 @@ class ModularAdditionParams:
         for w in self.widths:
             if w % self.n_heads:
                 raise ValueError(f"widths: width {w} is not divisible by n_heads={self.n_heads}")
-        self.train_config()  # validates steps, lr, batch_size, ... with their own messages
+        # Building both training configs validates steps, lr, batch_size, ... with their messages.
         replace(self.train_config(), **self.lstm_overrides())
 
     def lstm_overrides(self) -> dict:
@@ -66,8 +66,12 @@ class ModularAdditionParams:
                            weight_decay=self.weight_decay, warmup_steps=self.warmup_steps,
                            eval_every=self.eval_every, seed=self.seed, threads=self.threads,
                            bf16=self.bf16, device=self.device,
-                           stop_metric="test_acc" if self.stop_at_test_acc is not None else None,
-                           stop_value=self.stop_at_test_acc if self.stop_at_test_acc is not None else 1.0)
+                           **self.stop_rule())
+
+    def stop_rule(self) -> dict:
+        if self.stop_at_test_acc is None:
+            return {}
+        return {"stop_metric": "test_acc", "stop_value": self.stop_at_test_acc}
 
 
 def run(params: ModularAdditionParams, save_models: bool = True) -> GridResult:
