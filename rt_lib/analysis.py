@@ -1,4 +1,5 @@
-"""Analysis helpers: PCA of embeddings and how circular a projection is (Figure 3)."""
+"""Analysis helpers: PCA of embeddings, how circular a projection is (Figure 3), attention
+patterns and the recall heads of needle-in-a-haystack (Figure 2)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
-from torch import Tensor
+import torch
+from torch import Tensor, nn
 
 
 @dataclass(frozen=True)
@@ -60,3 +62,56 @@ def best_circle_pcs(projected: np.ndarray, max_pc: int = 8) -> tuple[tuple[int, 
     )
     score, k = circularity(projected[:, list(best)])
     return best, score, k
+
+
+@torch.no_grad()
+def attention_patterns(model: nn.Module, tokens: Tensor) -> Tensor:
+    """Every head's attention over ``tokens`` [b, t]: [n_layers, b, n_heads, t(query), t(key)]."""
+    was_training = model.training
+    model.eval()
+    cache: dict[str, Tensor] = {}
+    model(tokens, cache=cache)
+    model.train(was_training)
+    n_layers = len(model.blocks)
+    return torch.stack([cache[f"blocks.{i}.attn.pattern"] for i in range(n_layers)]).cpu()
+
+
+def needle_head_scores(patterns: Tensor, tokens: Tensor) -> dict[str, Tensor]:
+    """How much each head does the two steps of in-context recall (Figure 2), averaged over
+    sequences; each [n_layers, n_heads]:
+
+    - ``value_to_marker``: attention from each value to the marker just before it;
+    - ``query_to_value``: attention from the query to the value of the marker it asks for.
+    """
+    from rt_lib.tasks.needle import MARKER_OFFSET, QUERY_OFFSET, MAX_KEYS
+
+    L, b, H = patterns.shape[:3]
+    v2m = torch.zeros(L, H)
+    q2v = torch.zeros(L, H)
+    n_vals = 0
+    for r, row in enumerate(tokens.tolist()):
+        q = next(i for i, t in enumerate(row) if QUERY_OFFSET <= t < QUERY_OFFSET + MAX_KEYS)
+        marker = row[q] - QUERY_OFFSET + MARKER_OFFSET
+        value_pos = row.index(marker) + 1
+        q2v += patterns[:, r, :, q, value_pos]
+        for m in range(0, q, 2):
+            v2m += patterns[:, r, :, m + 1, m]
+            n_vals += 1
+    return {"value_to_marker": v2m / max(n_vals, 1), "query_to_value": q2v / b}
+
+
+@torch.no_grad()
+def max_attention_logit(model: nn.Module) -> Tensor:
+    """[n_layers, n_heads]: the largest attention logit each head can produce.
+
+    After LayerNorm (gain 1, as in a frozen random transformer) a query or key input has norm
+    sqrt(d_model), so the logit q.k / sqrt(d_head) is at most sigma_max(W_Q W_K^T) d / sqrt(d_head).
+    With N(0, 0.02^2) weights this grows roughly like d^1.5: a frozen head can only attend
+    sharply, as recall needs, when the model is wide (about 2 at width 128, 16 at 512, 46 at 1024).
+    """
+    d, d_head = model.cfg.d_model, model.cfg.d_head
+    rows = []
+    for block in model.blocks:
+        qk = torch.einsum("hdk,hek->hde", block.attn.W_Q, block.attn.W_K)  # [h, d, d]
+        rows.append(torch.linalg.matrix_norm(qk, ord=2) * d / d_head**0.5)
+    return torch.stack(rows).cpu()

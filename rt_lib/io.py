@@ -21,10 +21,11 @@ def results_root() -> Path:
     return Path(os.environ.get("RT_RESULTS", PROJECT_ROOT / "results"))
 
 
-def results_dir(name: str) -> Path:
-    """``results/<name>/``, created on demand."""
+def results_dir(name: str, create: bool = True) -> Path:
+    """``results/<name>/``, created on demand (``create=False`` only names it)."""
     path = results_root() / name
-    path.mkdir(parents=True, exist_ok=True)
+    if create:
+        path.mkdir(parents=True, exist_ok=True)
     return path
 
 

@@ -18,6 +18,10 @@ MODEL_COLORS = {
     "trained transformer": "#1b9e77",
     "trained LSTM": "#7570b3",
     "random LSTM": "#e7298a",
+    "random: unembedding only": "#e6ab02",
+    "random: embeddings only": "#a6761d",
+    "random: W_E + W_U, random W_pos": "#666666",
+    "random: W_E + W_U, sinusoidal W_pos": "#66a61e",
 }
 
 
@@ -78,4 +82,60 @@ def plot_embedding_circle(ax: Axes, projection: PCA, pcs: tuple[int, int] = (0, 
     head = f"{title}\n" if title else ""
     ax.set_title(f"{head}circularity {score:.2f}, frequency k={k}", fontsize=9)
     plt.colorbar(sc, ax=ax, fraction=0.046, pad=0.04, label="token value")
+    return ax
+
+
+def plot_attention(ax: Axes, pattern: np.ndarray, labels: list[str], title: str | None = None,
+                   highlight: list[tuple[int, int]] | None = None) -> Axes:
+    """One head's attention [query, key] over one sequence, tokens on both axes (Figure 2).
+
+    ``highlight`` marks (query, key) cells, e.g. where a value should attend to its marker."""
+    t = len(labels)
+    im = ax.imshow(pattern[:t, :t], cmap="Blues", vmin=0.0, vmax=1.0)
+    ax.set_xticks(range(t), labels, fontsize=8)
+    ax.set_yticks(range(t), labels, fontsize=8)
+    ax.set_xlabel("key (attended to)")
+    ax.set_ylabel("query")
+    ax.grid(False)
+    for q, k in highlight or []:
+        ax.add_patch(plt.Rectangle((k - 0.5, q - 0.5), 1, 1, fill=False, ec="#d95f02", lw=1.6))
+    if title:
+        ax.set_title(title, fontsize=9)
+    plt.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="attention")
+    return ax
+
+
+def plot_accuracy_ranges(ax: Axes, table: pd.DataFrame, group: str = "task",
+                         value: str = "median", low: str = "min", high: str = "max",
+                         hue: str = "model", chance: Mapping[str, float] | None = None) -> Axes:
+    """Median accuracy per (group, hue) as a dot with its min-max range over restarts as a bar;
+    ``chance`` draws each group's baseline as a grey tick."""
+    groups = list(dict.fromkeys(table[group]))
+    hues = list(dict.fromkeys(table[hue]))
+    width = 0.8 / max(len(hues), 1)
+    for j, h in enumerate(hues):
+        rows = table[table[hue] == h]
+        xs = [groups.index(g) - 0.4 + width * (j + 0.5) for g in rows[group]]
+        color = MODEL_COLORS.get(str(h).split(" (")[0])
+        ax.errorbar(xs, rows[value], yerr=[rows[value] - rows[low], rows[high] - rows[value]],
+                    fmt="o", color=color, label=str(h), capsize=3, ms=6, lw=1.4)
+    for i, g in enumerate(groups):
+        if chance and g in chance:
+            ax.hlines(chance[g], i - 0.45, i + 0.45, color="0.55", lw=1.2, ls=":")
+    ax.set_xticks(range(len(groups)), [str(g) for g in groups])
+    ax.set_ylim(-0.02, 1.05)
+    ax.set_ylabel("test accuracy (dot: median, bar: min-max)")
+    ax.legend(fontsize=8, loc="lower left")
+    return ax
+
+
+def plot_bars(ax: Axes, labels: list[str], values: list[float], colors: list[str] | None = None,
+              fmt: str = "{:.2f}", ylabel: str = "") -> Axes:
+    """Labelled bars with their values written on top (tables people would rather look at)."""
+    bars = ax.bar(range(len(values)), values, color=colors or "#999999", edgecolor="0.2", lw=0.5)
+    for bar, v in zip(bars, values):
+        ax.annotate(fmt.format(v), (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                    ha="center", va="bottom", fontsize=8, xytext=(0, 2), textcoords="offset points")
+    ax.set_xticks(range(len(values)), labels, fontsize=8, rotation=20, ha="right")
+    ax.set_ylabel(ylabel)
     return ax

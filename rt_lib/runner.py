@@ -120,10 +120,11 @@ def execute(job: Job, output: Path, log_output: bool = False) -> float:
                 cwd=str(job.notebook.parent), log_output=log_output, progress_bar=log_output is False,
             )
         except Exception:
-            failed = output.with_name(f"{job.name}.failed.ipynb")
-            os.replace(tmp, failed)
+            # Always beside the results (also with --update-notebooks): notebooks/ keeps only
+            # notebooks that ran through.
+            os.replace(tmp, job.output_dir / f"{job.name}.failed.ipynb")
             raise
-    stale = output.with_name(f"{job.name}.failed.ipynb")
+    stale = job.output_dir / f"{job.name}.failed.ipynb"
     stale.unlink(missing_ok=True)
     return time.perf_counter() - start
 

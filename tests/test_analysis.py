@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+import torch
 
 from rt_lib.analysis import best_circle_pcs, circularity, pca
 
@@ -68,3 +69,21 @@ def test_plot_embedding_circle_draws_the_projected_points():
     np.testing.assert_allclose(points.get_offsets(), proj.projected[:, [1, 3]])
     assert ax.get_xlabel().startswith("PC2") and ax.get_ylabel().startswith("PC4")
     plt.close(fig)
+
+
+def test_max_attention_logit_bounds_and_is_reached():
+    from rt_lib.analysis import max_attention_logit
+    from rt_lib.model import TransformerConfig, build_model
+
+    cfg = TransformerConfig(d_vocab=10, n_ctx=4, d_model=32, n_layers=1, n_heads=2, d_vocab_out=10)
+    model = build_model(cfg, 0)
+    bound = max_attention_logit(model)
+    attn = model.blocks[0].attn
+    W_Q, W_K = attn.W_Q[1], attn.W_K[1]  # [d, d_head]
+    x = torch.randn(2000, 32)
+    x = x / x.norm(dim=-1, keepdim=True) * 32**0.5  # LayerNorm output norm
+    logits = ((x @ W_Q) * (x.roll(1, 0) @ W_K)).sum(-1) / 16**0.5
+    assert logits.abs().max() <= bound[0, 1] + 1e-4
+    u, s, vh = torch.linalg.svd(W_Q @ W_K.T)
+    best = (32**0.5 * u[:, 0]) @ W_Q @ W_K.T @ (32**0.5 * vh[0]) / 16**0.5
+    torch.testing.assert_close(best, bound[0, 1], rtol=1e-4, atol=1e-4)

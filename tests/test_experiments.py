@@ -38,3 +38,149 @@ def test_tiny_run_writes_metrics_rows_per_model_and_restart(results_tmp):
     assert claim.holds and "2 restart(s)" in str(claim)
     with pytest.raises(ValueError, match="no runs"):
         claim_check(m, "random transformer", 16, "test_acc", 0.5)
+
+
+# --- the algorithmic suite (notebooks 02-07) ---------------------------------------------------
+
+import math
+
+import pandas as pd
+import torch
+
+from rt_lib.analysis import attention_patterns, needle_head_scores
+from rt_lib.experiments import ablations, decimal_addition, memorisation, needle, parentheses, table1
+from rt_lib.experiments.common import model_config
+from rt_lib.model import build_model
+from rt_lib.tasks import NeedleInAHaystack
+
+
+@pytest.mark.parametrize(
+    "cls, kwargs, match",
+    [
+        (needle.NeedleParams, dict(max_keys=40), "max_keys"),
+        (needle.NeedleParams, dict(n_values=1), "n_values"),
+        (needle.NeedleParams, dict(batch_size=0), "batch_size"),
+        (decimal_addition.DecimalParams, dict(n_digits=0), "n_digits"),
+        (parentheses.ParenthesesParams, dict(max_pairs=0), "max_pairs"),
+        (parentheses.ParenthesesParams, dict(min_pairs=13), "min_pairs"),
+        (parentheses.ParenthesesParams, dict(models=["random GRU"]), "random GRU"),
+        (memorisation.MemorisationParams, dict(n=1), "n must be"),
+        (memorisation.MemorisationParams, dict(models=["trained LSTM"]), "memorisation compares"),
+        (ablations.AblationParams, dict(tasks=["sorting"]), "sorting"),
+        (ablations.AblationParams, dict(variants=["random: nothing"]), "random: nothing"),
+        (ablations.AblationParams, dict(task_profile="gpu-huge"), "configs/gpu-huge"),
+    ],
+)
+def test_suite_bad_parameters_raise_before_any_work(cls, kwargs, match, results_tmp):
+    with pytest.raises(ValueError, match=match):
+        cls(**kwargs)
+    assert not results_tmp.exists()
+
+
+def test_from_namespace_takes_only_the_fields():
+    params = needle.NeedleParams.from_namespace({"max_keys": 3, "lr": 0.5, "plt": object()})
+    assert params.max_keys == 3 and params.lr == 0.5
+
+
+def tiny(cls, **kw):
+    return cls(widths=(8,), steps=2, eval_every=2, warmup_steps=1, n_test=8, batch_size=4, **kw)
+
+
+def test_stream_task_runs_record_every_restart_with_its_seed(results_tmp):
+    _, res = needle.run(tiny(needle.NeedleParams, max_keys=2, restarts=2))
+    m = res.metrics
+    assert len(m) == 3 * 2 and set(m["restart"]) == {0, 1}
+    assert m.groupby("model")["seed"].nunique().eq(2).all()
+    assert {"test_acc", "test_loss"} <= set(m.columns)
+    task, res = decimal_addition.run(tiny(decimal_addition.DecimalParams, n_digits=2), save_models=False)
+    assert {"test_acc", "test_acc_authors", "test_exact"} <= set(res.metrics.columns)
+    digits = decimal_addition.digit_accuracy(res.models[("random transformer", 8, 0)], task)
+    assert list(digits["output"]) == ["s0", "s1", "s2", "stop"]
+    assert digits.loc[digits.output != "s2", "n"].eq(8).all()  # every sum has s0, s1 and a stop
+
+
+def test_majority_baseline_and_length_bins(results_tmp):
+    task, res = parentheses.run(tiny(parentheses.ParenthesesParams, max_pairs=4, min_pairs=2), save_models=False)
+    _, y = task.test
+    share = max((y == 1).float().mean().item(), (y == 2).float().mean().item())
+    assert parentheses.majority_baseline(task) == pytest.approx(share)
+    by_len = parentheses.accuracy_by_length(res.models[("random transformer", 8, 0)], task, bins=2)
+    assert by_len["n"].sum() == len(y)
+
+
+def test_memorisation_table_counts_bits_per_trainable_parameter(results_tmp):
+    params = memorisation.MemorisationParams(n=8, widths=(8,), steps=2, eval_every=2, warmup_steps=1,
+                                             batch_size=16)
+    task, res = memorisation.run(params)
+    table = memorisation.memorisation_table(res.metrics, task).set_index("model")
+    for model in ("random transformer", "trained transformer"):
+        acc = res.metrics.set_index("model").loc[model, "train_acc"]
+        bits = acc * 64 * 3  # 8^2 pairs of log2(8) = 3 bits
+        assert table.loc[model, "bits memorised"] == round(bits)
+        assert table.loc[model, "bits / param"] == pytest.approx(
+            bits / table.loc[model, "trainable params"], abs=1e-3)
+    assert table.loc["random transformer", "trainable params"] == (17 + 3 + 17) * 8
+
+
+def test_ablation_variants_train_only_their_matrices(results_tmp):
+    params = ablations.AblationParams(tasks=["parentheses"], widths=[8])
+    sub = params.params_for("parentheses")
+    assert sub.models == ablations.VARIANTS and sub.widths == (8,)
+    task = sub.task()
+    trained = {}
+    for variant in ablations.VARIANTS:
+        model = build_model(model_config(variant, task, 8, 2, 4), 0)
+        trained[variant] = {n for n, p in model.named_parameters() if p.requires_grad}
+    assert trained["random transformer"] == {"W_E", "W_pos", "W_U"}
+    assert trained["random: unembedding only"] == {"W_U"}
+    assert trained["random: embeddings only"] == {"W_E", "W_pos"}
+    assert trained["random: W_E + W_U, random W_pos"] == {"W_E", "W_U"}
+    assert trained["random: W_E + W_U, sinusoidal W_pos"] == {"W_E", "W_U"}
+    metrics = pd.DataFrame({"task": ["t"] * 4, "model": ["a", "a", "b", "b"], "test_acc": [0.2, 0.4, 1.0, 0.0]})
+    table = ablations.ablation_table(metrics).set_index("trained matrices")
+    assert table.loc["a", "t"] == pytest.approx(0.3) and table.loc["b", "t"] == pytest.approx(0.5)
+
+
+def test_table1_reports_missing_notebooks_and_aggregates_restarts(results_tmp):
+    with pytest.raises(FileNotFoundError, match="--only 01"):
+        table1.load_metrics()
+    rows = []
+    for task, (notebook, metric) in table1.SOURCES.items():
+        df = pd.DataFrame({"model": ["random transformer"] * 3 + ["trained LSTM"] * 3, "width": 16,
+                           "restart": [0, 1, 2] * 2, metric: [0.5, 0.8, 1.0, 0.1, 0.2, 0.3]})
+        (results_tmp / notebook).mkdir(parents=True)
+        df.to_csv(results_tmp / notebook / "metrics.csv", index=False)
+    t = table1.table1(table1.load_metrics())
+    assert len(t) == 8
+    rnd = t[(t.task == "needle") & (t.model == "random transformer")].iloc[0]
+    assert (rnd["median"], rnd["min"], rnd["max"], rnd["restarts"]) == (0.8, 0.5, 1.0, 3)
+    claims = dict(table1.cpu_claims(t))
+    assert claims["random transformer beats the trained LSTM on 3 of 3 tasks (needs >= 2)"]
+    assert claims["needle: random transformer 0.800 >= 0.9 (d=16)"] is False
+    wide = table1.wide_table1(t)
+    assert wide.loc[wide.model == "random transformer", "needle"].item() == "0.800 [0.50, 1.00]"
+
+
+def test_needle_head_scores_against_a_hand_built_pattern():
+    task = NeedleInAHaystack(max_keys=2, min_keys=2, n_values=5, n_test=4)
+    x, _ = task.get_batch(0, 3, seed=0)
+    t = x.shape[1]
+    pat = torch.zeros(2, 3, 2, t, t)  # [layers, b, heads, q, k]
+    for r in range(3):
+        row = x[r].tolist()
+        pat[0, r, 1, 1, 0] = pat[0, r, 1, 3, 2] = 1.0  # layer 1 head 1: values -> markers
+        marker = row[4] - 158 + 128
+        pat[1, r, 0, 4, row.index(marker) + 1] = 1.0  # layer 2 head 0: query -> its value
+    s = needle_head_scores(pat, x)
+    assert s["value_to_marker"][0, 1] == 1 and s["value_to_marker"].sum() == 1
+    assert s["query_to_value"][1, 0] == 1 and s["query_to_value"].sum() == 1
+
+
+def test_attention_patterns_are_causal_distributions():
+    task = NeedleInAHaystack(max_keys=2, n_test=4)
+    model = build_model(model_config("random transformer", task, 16, 2, 4), 0)
+    x, _ = task.get_batch(0, 3, seed=0)
+    pat = attention_patterns(model, x)
+    assert pat.shape == (2, 3, 4, task.n_ctx, task.n_ctx)
+    torch.testing.assert_close(pat.sum(-1), torch.ones(2, 3, 4, task.n_ctx))
+    assert pat.triu(1).abs().max() == 0

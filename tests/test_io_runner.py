@@ -67,11 +67,40 @@ def test_paper_profile_injects_its_config(tmp_path):
 
 
 def test_every_paper_config_names_only_known_parameters_and_validates():
+    from rt_lib.experiments import (ablations, decimal_addition, memorisation, needle,
+                                    parentheses, table1)
+
+    classes = {
+        "01_modular_addition": ModularAdditionParams, needle.NAME: needle.NeedleParams,
+        decimal_addition.NAME: decimal_addition.DecimalParams,
+        parentheses.NAME: parentheses.ParenthesesParams,
+        memorisation.NAME: memorisation.MemorisationParams,
+        ablations.NAME: ablations.AblationParams, table1.NAME: table1.Table1Params,
+    }
     jobs = runner.plan("paper", None, {})
-    assert jobs
+    assert {job.name for job in jobs} == set(classes)  # every notebook has a paper config
     for job in jobs:
-        if job.name == "01_modular_addition":
-            ModularAdditionParams(**job.parameters)  # raises on a bad value
+        params = classes[job.name](**job.parameters)  # raises on a bad value
+        if hasattr(params, "trained_steps"):  # no CPU-profile caps at paper scale
+            assert params.trained_steps is None and params.lstm_steps is None, job.name
+
+
+def test_a_failing_notebook_is_kept_beside_the_results(tmp_path, monkeypatch):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell("raise RuntimeError('boom')")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    src = tmp_path / "notebooks" / "99_broken.ipynb"
+    src.parent.mkdir()
+    nbformat.write(nb, src)
+    job = runner.Job("99_broken", src, {}, tmp_path / "results" / "99_broken")
+    with pytest.raises(Exception, match="boom"):
+        runner.execute(job, src)  # as with --update-notebooks: output = the notebook itself
+    assert (job.output_dir / "99_broken.failed.ipynb").exists()
+    assert sorted(p.name for p in src.parent.iterdir()) == ["99_broken.ipynb"]
+    assert "boom" not in src.read_text()  # the committed notebook is left as it was
 
 
 def test_main_reports_bad_arguments_with_exit_code_2(capsys, results_tmp):

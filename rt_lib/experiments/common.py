@@ -8,7 +8,7 @@ training loop and returns a metrics table with a row per run (seeded and recorde
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import pandas as pd
@@ -21,12 +21,19 @@ from rt_lib.seeding import derive
 from rt_lib.tasks.base import Task
 from rt_lib.train import TrainConfig, train
 
-#: kind -> (architecture, trainable).  "random" = only embeddings and unembedding train (SPEC A).
-MODEL_KINDS: dict[str, tuple[str, str]] = {
-    "random transformer": ("transformer", "embeddings"),
-    "trained transformer": ("transformer", "all"),
-    "trained LSTM": ("lstm", "all"),
-    "random LSTM": ("lstm", "embeddings"),
+#: kind -> (architecture, trainable parts, transformer settings).  "random" = only the token
+#: embedding, position embedding and unembedding train (SPEC A).  The last four are the embedding
+#: ablations of Table 2: which of the three trained matrices a random transformer needs.
+MODEL_KINDS: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "random transformer": ("transformer", "embeddings", {}),
+    "trained transformer": ("transformer", "all", {}),
+    "trained LSTM": ("lstm", "all", {}),
+    "random LSTM": ("lstm", "embeddings", {}),
+    "random: unembedding only": ("transformer", "unembed", {}),
+    "random: embeddings only": ("transformer", "embed", {}),
+    "random: W_E + W_U, random W_pos": ("transformer", "token_unembed", {}),
+    "random: W_E + W_U, sinusoidal W_pos": ("transformer", "token_unembed",
+                                            {"pos_embed": "sinusoidal"}),
 }
 
 
@@ -43,13 +50,98 @@ def check_positive_ints(name: str, values: Sequence[int]) -> None:
 
 def model_config(kind: str, task: Task, width: int, n_layers: int, n_heads: int,
                  **transformer_overrides) -> TransformerConfig | LSTMConfig:
-    arch, trainable = MODEL_KINDS[kind]
+    arch, trainable, settings = MODEL_KINDS[kind]
     if arch == "lstm":
         return LSTMConfig(d_vocab=task.d_vocab, d_model=width, n_layers=2,
                           d_vocab_out=task.d_vocab_out, trainable=trainable)
     return TransformerConfig(d_vocab=task.d_vocab, n_ctx=task.n_ctx, d_model=width,
                              n_layers=n_layers, n_heads=n_heads, d_vocab_out=task.d_vocab_out,
-                             trainable=trainable, **transformer_overrides)
+                             trainable=trainable, **{**settings, **transformer_overrides})
+
+
+def from_namespace(cls, namespace: Mapping[str, Any]):
+    """``cls(**{field: namespace[field]})`` for the dataclass fields present in ``namespace``."""
+    return cls(**{f.name: namespace[f.name] for f in fields(cls) if f.name in namespace})
+
+
+@dataclass(frozen=True)
+class GridParams:
+    """Parameters every restart-grid notebook shares; a notebook's class adds its task's fields
+    and overrides the defaults (its CPU profile).  Lists from papermill/YAML become tuples and
+    every value is checked when the object is built, before any work, naming the parameter."""
+
+    models: tuple[str, ...] = ("random transformer", "trained transformer", "trained LSTM")
+    widths: tuple[int, ...] = (256,)  # d_model; Table 1 reports 16 and 1024
+    n_layers: int = 2  # SPEC A: depth 2 for the synthetic tasks
+    n_heads: int = 4  # SPEC A
+    restarts: int = 1  # seeds per (model, width); the paper: 10
+    steps: int = 1000
+    batch_size: int | None = None  # None = full batch (finite tasks only)
+    lr: float = 1e-3  # SPEC A
+    lstm_lr: float = 5e-3  # the paper's LSTM learning rate (SPEC A)
+    lstm_steps: int | None = None  # None = same as steps
+    trained_steps: int | None = None  # steps of the fully trained transformer; None = steps
+    weight_decay: float = 1e-3  # SPEC A, matrices only
+    warmup_steps: int = 500  # SPEC A
+    eval_every: int = 100
+    stop_at_test_acc: float | None = None  # stop a run early at this test accuracy
+    seed: int = 0
+    threads: int | None = 2
+    bf16: bool = False
+    device: str = "auto"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "models", tuple(self.models))
+        object.__setattr__(self, "widths", tuple(self.widths))
+        check_kinds(self.models)
+        check_positive_ints("widths", self.widths)
+        check_positive_ints("restarts", [self.restarts])
+        check_positive_ints("n_layers", [self.n_layers])
+        check_positive_ints("n_heads", [self.n_heads])
+        for w in self.widths:
+            if w % self.n_heads:
+                raise ValueError(f"widths: width {w} is not divisible by n_heads={self.n_heads}")
+        # Building both training configs validates steps, lr, batch_size, ... with their messages.
+        for extra in self.kind_overrides().values():
+            replace(self.train_config(), **extra)
+        self.check_task()
+
+    @classmethod
+    def from_namespace(cls, namespace: Mapping[str, Any]):
+        """Build from a notebook's variables (its ``parameters`` cell): every field found there."""
+        return from_namespace(cls, namespace)
+
+    def check_task(self) -> None:
+        """Validate the task's own fields (subclasses)."""
+
+    def lstm_overrides(self) -> dict:
+        """The paper's LSTM lr (SPEC A); optionally fewer steps, the LSTM being slowest on CPU."""
+        extra: dict[str, Any] = {"lr": self.lstm_lr}
+        if self.lstm_steps is not None:
+            extra["steps"] = self.lstm_steps
+        return extra
+
+    def train_config(self) -> TrainConfig:
+        stop = ({} if self.stop_at_test_acc is None
+                else {"stop_metric": "test_acc", "stop_value": self.stop_at_test_acc})
+        return TrainConfig(steps=self.steps, batch_size=self.batch_size, lr=self.lr,
+                           weight_decay=self.weight_decay, warmup_steps=self.warmup_steps,
+                           eval_every=self.eval_every, seed=self.seed, threads=self.threads,
+                           bf16=self.bf16, device=self.device, **stop)
+
+    def kind_overrides(self) -> dict[str, dict]:
+        """Training changes per model kind: the LSTM's lr and steps, the trained transformer's
+        steps (CPU profiles cap the baselines, which are slower per step)."""
+        out = {"trained LSTM": self.lstm_overrides(), "random LSTM": self.lstm_overrides()}
+        if self.trained_steps is not None:
+            out["trained transformer"] = {"steps": self.trained_steps}
+        return out
+
+    def run_grid(self, task: Task, checkpoint_dir: str | None = None) -> "GridResult":
+        return train_grid(task, self.models, self.widths, self.restarts, self.train_config(),
+                          n_layers=self.n_layers, n_heads=self.n_heads,
+                          kind_overrides=self.kind_overrides(), seed=self.seed,
+                          checkpoint_dir=checkpoint_dir)
 
 
 @dataclass
@@ -61,12 +153,12 @@ class GridResult:
 
 def train_grid(task: Task, kinds: Sequence[str], widths: Sequence[int], restarts: int,
                train_cfg: TrainConfig, n_layers: int = 2, n_heads: int = 4,
-               arch_overrides: Mapping[str, Mapping[str, Any]] | None = None, seed: int = 0,
+               kind_overrides: Mapping[str, Mapping[str, Any]] | None = None, seed: int = 0,
                checkpoint_dir: str | None = None) -> GridResult:
     """Train every model kind at every width ``restarts`` times; seeds derive from ``seed``.
 
-    ``arch_overrides`` changes training settings per architecture, e.g.
-    ``{"lstm": {"lr": 5e-3}}`` (the paper tuned the LSTM's learning rate separately, SPEC A).
+    ``kind_overrides`` changes training settings per model kind, e.g.
+    ``{"trained LSTM": {"lr": 5e-3}}`` (the paper tuned the LSTM's lr separately, SPEC A).
     """
     rows, result = [], GridResult(metrics=pd.DataFrame())
     for width in widths:
@@ -75,7 +167,7 @@ def train_grid(task: Task, kinds: Sequence[str], widths: Sequence[int], restarts
                 run_seed = derive(seed, f"restart{restart}") % 2**31
                 cfg = model_config(kind, task, width, n_layers, n_heads)
                 model = build_model(cfg, derive(run_seed, "init"))
-                extra = (arch_overrides or {}).get(MODEL_KINDS[kind][0], {})
+                extra = (kind_overrides or {}).get(kind, {})
                 tcfg = replace(train_cfg, seed=run_seed, **extra)
                 res = train(model, task, tcfg, desc=f"{kind} d={width} #{restart}")
                 key = (kind, width, restart)

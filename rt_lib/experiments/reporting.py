@@ -12,22 +12,25 @@ from dataclasses import dataclass
 import pandas as pd
 
 
-def results_table(metrics: pd.DataFrame, metric: str = "test_acc") -> pd.DataFrame:
-    """Median over restarts per (model, width): accuracy, trainable parameters, wall time."""
+def results_table(metrics: pd.DataFrame, metric: str = "test_acc",
+                  extra: tuple[str, ...] | list[str] = ()) -> pd.DataFrame:
+    """Median over restarts per (model, width): ``metric`` (median and min), the ``extra``
+    metrics' medians, train accuracy when the task has a train set, trainable parameters and
+    wall time (summed over restarts)."""
     grouped = metrics.groupby(["model", "width"], sort=False)
-    table = grouped.agg(
-        restarts=("restart", "count"),
-        test_acc=(metric, "median"),
-        test_acc_min=(metric, "min"),
-        train_acc=("train_acc", "median"),
-        trainable_params=("trainable_params", "first"),
-        wall_time=("wall_time_s", "sum"),
-    ).reset_index()
-    for col in ("test_acc", "test_acc_min", "train_acc"):
-        table[col] = table[col].round(3)
+    aggs = {"restarts": ("restart", "count"), "median": (metric, "median"), "min": (metric, "min")}
+    for col in extra:
+        aggs[col] = (col, "median")
+    if "train_acc" in metrics and metric != "train_acc":
+        aggs["train_acc"] = ("train_acc", "median")
+    aggs["trainable_params"] = ("trainable_params", "first")
+    aggs["wall_time"] = ("wall_time_s", "sum")
+    table = grouped.agg(**aggs).reset_index()
+    for col in ["median", "min", *extra, "train_acc"]:
+        if col in table:
+            table[col] = table[col].round(3)
     table["wall_time"] = table["wall_time"].map(lambda s: f"{s:.0f} s")
-    table = table.rename(columns={"test_acc": f"{metric} (median)", "test_acc_min": f"{metric} (min)"})
-    return table
+    return table.rename(columns={"median": f"{metric} (median)", "min": f"{metric} (min)"})
 
 
 @dataclass(frozen=True)

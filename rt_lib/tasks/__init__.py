@@ -1,8 +1,13 @@
 """Tasks: one interface (:class:`Task`), one constructor per experiment."""
 
-from rt_lib.tasks.base import IGNORE, Batch, FiniteTask, Task, split_indices
+from rt_lib.tasks.base import IGNORE, Batch, FiniteTask, StreamTask, Task, split_indices
 from rt_lib.tasks.modular import modular_addition
+from rt_lib.tasks.decimal import DecimalAddition
+from rt_lib.tasks.dyck import Parentheses
+from rt_lib.tasks.memorisation import MemorisationTask, bits_memorised, memorisation
+from rt_lib.tasks.needle import NeedleInAHaystack
 from rt_lib.tasks.primes import is_prime, primes_below
 
-__all__ = ["IGNORE", "Batch", "FiniteTask", "Task", "split_indices", "modular_addition",
+__all__ = ["IGNORE", "Batch", "FiniteTask", "StreamTask", "NeedleInAHaystack", "DecimalAddition", "Parentheses",
+           "MemorisationTask", "memorisation", "bits_memorised", "Task", "split_indices", "modular_addition",
            "is_prime", "primes_below"]

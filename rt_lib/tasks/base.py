@@ -90,6 +90,60 @@ class FiniteTask(Task):
         return {"train": self.train, "test": self.test}
 
 
+class StreamTask(Task):
+    """A task with an endless training stream and a fixed test set the stream never repeats.
+
+    Subclasses define :meth:`sample` (``n`` random examples from a generator).  The test set is
+    ``n_test`` draws from the task's distribution with ``test_seed``; every training batch is
+    drawn from a generator seeded by (seed, step), and rows equal to a test sequence are
+    replaced by fresh draws (SPEC A).  The test set thus follows the task's distribution
+    exactly, and the stream follows it conditioned on not being a test sequence.  Where single
+    sequences carry much probability (Dyck strings of a few pairs) the test set holds all of
+    them and training never sees them: accuracy on them is generalisation, not recall.
+    """
+
+    max_draws = 50  # rounds of resampling before a too-small sequence space is reported
+
+    def __init__(self, n_test: int, test_seed: int) -> None:
+        if not isinstance(n_test, int) or n_test < 1:
+            raise ValueError(f"n_test must be a positive integer, got {n_test!r}")
+        self.test = self.sample(n_test, torch.Generator().manual_seed(test_seed))
+        self._test_rows = {_row_key(r) for r in self.test[0]}
+
+    @abstractmethod
+    def sample(self, n: int, gen: torch.Generator) -> Batch:
+        """``n`` random examples (tokens [n, n_ctx], targets) drawn with ``gen``."""
+
+    def get_batch(self, step: int, batch_size: int | None, seed: int) -> Batch:
+        if batch_size is None:
+            raise ValueError(f"{self.name} is an endless stream: give a batch_size, not None")
+        gen = torch.Generator().manual_seed(derive(seed, f"step{step}"))
+        xs, ys, have = [], [], 0
+        for _ in range(self.max_draws):
+            x, y = self.sample(batch_size - have, gen)
+            keep = ~self.is_test_sequence(x)
+            xs.append(x[keep])
+            ys.append(y[keep])
+            have += int(keep.sum())
+            if have == batch_size:
+                return torch.cat(xs), torch.cat(ys)
+        raise ValueError(
+            f"{self.name}: could not draw {batch_size} sequences outside the test set in "
+            f"{self.max_draws} rounds; the sequence space is too small for n_test={len(self.test[0])}"
+        )
+
+    def eval_sets(self) -> dict[str, Batch]:
+        return {"test": self.test}
+
+    def is_test_sequence(self, tokens: Tensor) -> Tensor:
+        """[b] bool: which rows of ``tokens`` are test sequences."""
+        return torch.tensor([_row_key(r) in self._test_rows for r in tokens], dtype=torch.bool)
+
+
+def _row_key(row: Tensor) -> bytes:
+    return row.numpy().tobytes()
+
+
 def split_indices(n: int, train_fraction: float, seed: int) -> tuple[Tensor, Tensor]:
     """Shuffle range(n) once with ``seed`` and cut it at ``train_fraction``."""
     if not 0.0 < train_fraction < 1.0:

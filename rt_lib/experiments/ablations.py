@@ -1,0 +1,107 @@
+"""Experiment 06: which embedding matrices must train (Zhong & Andreas Table 2; SPEC A).
+
+A random transformer trains three matrices: token embedding W_E, position embedding W_pos and
+unembedding W_U.  Table 2 trains fewer: W_U alone; W_E and W_pos alone; W_E and W_U with W_pos
+frozen at its random init or replaced by fixed sinusoids.  Each task runs with the settings of
+its own notebook (02-04, 01) in a chosen profile, so the ablation is the only change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+import yaml
+
+from rt_lib.experiments import decimal_addition, modular_addition, needle, parentheses
+from rt_lib.experiments.common import (GridParams, check_kinds, check_positive_ints,
+                                       from_namespace)
+from rt_lib.io import PROJECT_ROOT
+
+NAME = "06_embedding_ablations"
+
+#: task -> (its notebook's module, parameter class, task constructor)
+TASKS = {
+    "modular addition": (modular_addition, modular_addition.ModularAdditionParams),
+    "needle": (needle, needle.NeedleParams),
+    "decimal addition": (decimal_addition, decimal_addition.DecimalParams),
+    "parentheses": (parentheses, parentheses.ParenthesesParams),
+}
+
+VARIANTS = (
+    "random transformer",  # W_E, W_pos, W_U all train: the reference row
+    "random: unembedding only",
+    "random: embeddings only",
+    "random: W_E + W_U, random W_pos",
+    "random: W_E + W_U, sinusoidal W_pos",
+)
+
+
+def task_params(task: str, profile: str, **changes) -> GridParams:
+    """The parameters of ``task``'s own notebook in ``profile`` ("cpu" = its defaults,
+    otherwise configs/<profile>/<notebook>.yaml), with ``changes`` applied."""
+    module, cls = TASKS[task]
+    settings = {}
+    if profile != "cpu":
+        path = PROJECT_ROOT / "configs" / profile / f"{module.NAME}.yaml"
+        if not path.exists():
+            raise ValueError(f"task_profile={profile!r}: {path.relative_to(PROJECT_ROOT)} is missing")
+        settings = yaml.safe_load(path.read_text()) or {}
+    return cls(**{**settings, **changes})
+
+
+@dataclass(frozen=True)
+class AblationParams:
+    tasks: tuple[str, ...] = ("decimal addition",)
+    variants: tuple[str, ...] = VARIANTS
+    task_profile: str = "cpu"
+    widths: tuple[int, ...] | None = None  # None: each task's own widths
+    steps: int | None = None  # None: each task's own steps
+    restarts: int = 1
+    seed: int = 0
+    threads: int | None = 2
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tasks", tuple(self.tasks))
+        object.__setattr__(self, "variants", tuple(self.variants))
+        unknown = [t for t in self.tasks if t not in TASKS]
+        if unknown or not self.tasks:
+            raise ValueError(f"tasks={list(self.tasks)!r}: each must be one of {list(TASKS)}")
+        check_kinds(self.variants)
+        if self.widths is not None:
+            object.__setattr__(self, "widths", tuple(self.widths))
+            check_positive_ints("widths", self.widths)
+        check_positive_ints("restarts", [self.restarts])
+        for task in self.tasks:  # each task's settings validate themselves now, not mid-run
+            self.params_for(task)
+
+    @classmethod
+    def from_namespace(cls, namespace):
+        return from_namespace(cls, namespace)
+
+    def params_for(self, task: str) -> GridParams:
+        changes = {"models": self.variants, "restarts": self.restarts, "seed": self.seed,
+                   "threads": self.threads}
+        if self.widths is not None:
+            changes["widths"] = self.widths
+        if self.steps is not None:
+            changes["steps"] = self.steps
+        return task_params(task, self.task_profile, **changes)
+
+
+def run(params: AblationParams) -> pd.DataFrame:
+    """One metrics row per (task, variant, width, restart), with a ``task`` column."""
+    frames = []
+    for task in params.tasks:
+        module, _ = TASKS[task]
+        out = module.run(params.params_for(task), save_models=False)
+        grid = out[1] if isinstance(out, tuple) else out
+        frames.append(grid.metrics.assign(task=task))
+    return pd.concat(frames, ignore_index=True)
+
+
+def ablation_table(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Table 2: median test accuracy, a row per variant and a column per task."""
+    table = metrics.pivot_table(index="model", columns="task", values="test_acc",
+                                aggfunc="median", sort=False)
+    return table.round(3).reset_index().rename(columns={"model": "trained matrices"})

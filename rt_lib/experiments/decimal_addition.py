@@ -1,0 +1,77 @@
+"""Experiment 03: decimal addition on a random transformer (Zhong & Andreas §4.3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+import torch
+from torch import nn
+
+from rt_lib.experiments.common import GridParams, GridResult
+from rt_lib.io import results_dir
+from rt_lib.tasks import DecimalAddition
+from rt_lib.tasks.decimal import OUT_OFFSET, STOP
+
+NAME = "03_decimal_addition"
+
+
+@dataclass(frozen=True)
+class DecimalParams(GridParams):
+    """Notebook 03's parameters; defaults = CPU profile (configs/paper/ has the paper's)."""
+
+    n_digits: int = 3
+    score_first_digit: bool = True
+    n_test: int = 1000
+    test_seed: int = 0
+    widths: tuple[int, ...] = (512,)
+    steps: int = 800
+    trained_steps: int | None = 300
+    lstm_steps: int | None = 300
+    batch_size: int | None = 64
+    lr: float = 1e-2
+    warmup_steps: int = 100
+    eval_every: int = 100
+    stop_at_test_acc: float | None = 0.99
+
+    def check_task(self) -> None:
+        self.task()
+
+    def task(self) -> DecimalAddition:
+        return DecimalAddition(n_digits=self.n_digits, n_test=self.n_test,
+                               test_seed=self.test_seed, score_first_digit=self.score_first_digit)
+
+
+def run(params: DecimalParams, save_models: bool = True) -> tuple[DecimalAddition, GridResult]:
+    task = params.task()
+    ckpt = str(results_dir(NAME) / "models") if save_models else None
+    return task, params.run_grid(task, ckpt)
+
+
+@torch.no_grad()
+def digit_accuracy(model: nn.Module, task: DecimalAddition) -> pd.DataFrame:
+    """Test accuracy at each output position: s_0 (units) ... s_n, then the stop token.
+
+    Position i is scored only on sums that have that many digits (s_n exists only with a final
+    carry), so each row also gives how many test sums it covers."""
+    x, y = task.test
+    model.eval()
+    pred = model(x).argmax(-1)  # [b, t]
+    rows = []
+    for i in range(task.n_digits + 2):
+        pos = task.first_out + i
+        if pos >= y.shape[1]:
+            break
+        tgt = y[:, pos]
+        digit = (tgt >= OUT_OFFSET) & (tgt < OUT_OFFSET + 10)
+        stop = tgt == STOP
+        for name, mask in ((f"s{i}", digit), ("stop", stop)):
+            if mask.any():
+                rows.append({"output": name, "position": i, "n": int(mask.sum()),
+                             "accuracy": round((pred[mask, pos] == tgt[mask]).float().mean().item(), 3)})
+    table = pd.DataFrame(rows)
+    # The stop token can sit at position n or n + 1: pool it into one row.
+    stop_rows = table[table.output == "stop"]
+    pooled = {"output": "stop", "position": task.n_digits + 1, "n": int(stop_rows.n.sum()),
+              "accuracy": round(float((stop_rows.accuracy * stop_rows.n).sum() / stop_rows.n.sum()), 3)}
+    return pd.concat([table[table.output != "stop"], pd.DataFrame([pooled])], ignore_index=True)

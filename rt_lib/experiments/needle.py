@@ -1,0 +1,46 @@
+"""Experiment 02: needle-in-a-haystack recall on a random transformer (Zhong & Andreas §4.2, Fig. 2)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rt_lib.experiments.common import GridParams, GridResult
+from rt_lib.io import results_dir
+from rt_lib.tasks import NeedleInAHaystack
+
+NAME = "02_needle_in_a_haystack"
+
+
+@dataclass(frozen=True)
+class NeedleParams(GridParams):
+    """Notebook 02's parameters; defaults = CPU profile (configs/paper/ has the paper's)."""
+
+    max_keys: int = 4
+    min_keys: int = 1
+    n_values: int = 16
+    n_markers: int = 4
+    n_test: int = 1000
+    test_seed: int = 0
+    widths: tuple[int, ...] = (512,)
+    steps: int = 1000
+    trained_steps: int | None = 200
+    lstm_steps: int | None = 300
+    batch_size: int | None = 64
+    lr: float = 1e-2
+    warmup_steps: int = 100
+    eval_every: int = 100
+    stop_at_test_acc: float | None = 0.99
+
+    def check_task(self) -> None:
+        self.task()  # the task validates its own sizes
+
+    def task(self) -> NeedleInAHaystack:
+        return NeedleInAHaystack(max_keys=self.max_keys, min_keys=self.min_keys,
+                                 n_values=self.n_values, n_markers=self.n_markers,
+                                 n_test=self.n_test, test_seed=self.test_seed)
+
+
+def run(params: NeedleParams, save_models: bool = True) -> tuple[NeedleInAHaystack, GridResult]:
+    task = params.task()
+    ckpt = str(results_dir(NAME) / "models") if save_models else None
+    return task, params.run_grid(task, ckpt)

@@ -1,0 +1,73 @@
+"""Experiment 04: parenthesis balancing (Dyck-1) on a random transformer (Zhong & Andreas §4.4)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+import torch
+from torch import nn
+
+from rt_lib.experiments.common import GridParams, GridResult
+from rt_lib.io import results_dir
+from rt_lib.tasks import Parentheses
+from rt_lib.tasks.dyck import CLOSE, PAD
+
+NAME = "04_parentheses"
+
+
+@dataclass(frozen=True)
+class ParenthesesParams(GridParams):
+    """Notebook 04's parameters; defaults = CPU profile (configs/paper/ has the paper's)."""
+
+    max_pairs: int = 12
+    min_pairs: int = 6
+    n_test: int = 1000
+    test_seed: int = 0
+    widths: tuple[int, ...] = (256,)
+    steps: int = 800
+    trained_steps: int | None = 400
+    lstm_steps: int | None = 400
+    batch_size: int | None = 64
+    lr: float = 1e-2
+    warmup_steps: int = 100
+    eval_every: int = 100
+    stop_at_test_acc: float | None = 0.99
+
+    def check_task(self) -> None:
+        self.task()
+
+    def task(self) -> Parentheses:
+        return Parentheses(max_pairs=self.max_pairs, min_pairs=self.min_pairs, n_test=self.n_test,
+                           test_seed=self.test_seed)
+
+
+def majority_baseline(task: Parentheses) -> float:
+    """Accuracy of always answering the test set's more common label (~52 %, SPEC A)."""
+    _, y = task.test
+    return (y == y.mode().values).float().mean().item()
+
+
+def run(params: ParenthesesParams, save_models: bool = True) -> tuple[Parentheses, GridResult]:
+    task = params.task()
+    ckpt = str(results_dir(NAME) / "models") if save_models else None
+    return task, params.run_grid(task, ckpt)
+
+
+@torch.no_grad()
+def accuracy_by_length(model: nn.Module, task: Parentheses, bins: int = 6) -> pd.DataFrame:
+    """Test accuracy per string-length bin, split by the true answer (balanced or not)."""
+    x, y = task.test
+    model.eval()
+    right = (model(x, last_only=True).argmax(-1) == y).float()
+    pos = (x != PAD).sum(-1) - 1  # string length: the tokens before '?'
+    balanced = y == CLOSE
+    edges = torch.linspace(0, task.max_len, bins + 1).round().long()
+    out = []
+    for lo, hi in zip(edges[:-1].tolist(), edges[1:].tolist()):
+        in_bin = (pos > lo) & (pos <= hi)
+        for label, mask in (("balanced", in_bin & balanced), ("unbalanced", in_bin & ~balanced)):
+            if mask.any():
+                out.append({"length": f"{lo + 1}-{hi}", "answer": label, "n": int(mask.sum()),
+                            "accuracy": round(right[mask].mean().item(), 3)})
+    return pd.DataFrame(out)

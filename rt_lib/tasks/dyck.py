@@ -1,0 +1,138 @@
+"""Parenthesis balancing, Dyck-1 (Zhong & Andreas §4.4; SPEC A task 4).
+
+A string of '(' and ')' followed by '?'; the answer is ')' if the string is balanced and '('
+otherwise.  The mix follows the authors: one third random strings of length 1..2·max_pairs, two
+thirds balanced strings of 1..max_pairs pairs (``min_pairs`` raises both lower bounds), half of which may then be mutated by runs of
+random swaps and/or flips.  About 52 % of the examples end up balanced (chance level).  The
+balanced strings are uniform over Dyck words of their length (the authors' recursive generator
+favours nesting); the mix of mutations follows their code.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from rt_lib.tasks.base import Batch, StreamTask
+
+PAD, OPEN, CLOSE, ASK = 0, 1, 2, 3
+VOCAB = 4
+
+
+def is_balanced(steps: Tensor, lengths: Tensor) -> Tensor:
+    """[n] bool from +1/-1 steps [n, L] (0 beyond each row's length): no prefix goes below 0
+    and the whole string sums to 0."""
+    depth = steps.cumsum(-1)
+    inside = torch.arange(steps.shape[1]) < lengths[:, None]
+    never_negative = ((depth >= 0) | ~inside).all(-1)
+    return never_negative & (depth[:, -1] == 0)
+
+
+def random_dyck_steps(pairs: Tensor, max_len: int, gen: torch.Generator) -> Tensor:
+    """Uniform random balanced strings as +1/-1 steps [n, max_len] (0-padded), ``pairs`` [n].
+
+    Cycle lemma: a random arrangement of n (+1)s and n+1 (-1)s has exactly one rotation whose
+    proper prefixes are all >= 0: the one that starts right after the first minimum of the prefix
+    sums.  Dropping that rotation's final -1 gives a uniformly random Dyck word of n pairs.
+    """
+    n = len(pairs)
+    width = 2 * int(pairs.max()) + 1
+    length = 2 * pairs + 1  # [n]
+    slot = torch.arange(width)
+    sign = torch.where(slot < pairs[:, None], 1, -1)  # [n, width]: n ups, then downs
+    active = slot < length[:, None]
+    keys = torch.rand(n, width, generator=gen).masked_fill(~active, 2.0)  # inactive sort last
+    walk = sign.gather(1, keys.argsort(-1)).masked_fill(~active, 0)  # shuffled active steps
+    depth = walk.cumsum(-1).masked_fill(~active, width + 1)  # inactive never the minimum
+    start = depth.argmin(-1) + 1  # argmin returns the first minimum
+    idx = (start[:, None] + slot) % length[:, None]
+    rotated = walk.gather(1, idx).masked_fill(slot >= 2 * pairs[:, None], 0)
+    out = torch.zeros(n, max_len, dtype=torch.long)
+    cols = min(width, max_len)
+    out[:, :cols] = rotated[:, :cols]
+    return out
+
+
+def _geometric(n: int, gen: torch.Generator) -> Tensor:
+    """[n] counts k >= 1 with P(k) = 2^-k (the authors' "while coin: rep += 1"), capped at 30."""
+    u = torch.rand(n, generator=gen).clamp(min=1e-9)
+    return (1 + torch.floor(torch.log2(1 / u))).long().clamp(max=30)
+
+
+class Parentheses(StreamTask):
+    """Strings are left-padded so that '?' is always the last token and the answer is read at
+    one fixed position.  (The authors right-pad; with right padding, a training stream that
+    never repeats a test string would never show '?' at the early positions of the shortest
+    strings, which a test set of thousands holds all of, and the answer position's embedding
+    there would stay untrained.)"""
+
+    last_only = True  # the answer is read at the last position, after '?'
+
+    def __init__(self, max_pairs: int = 30, n_test: int = 4000, test_seed: int = 0,
+                 min_pairs: int = 1) -> None:
+        if not isinstance(max_pairs, int) or max_pairs < 1:
+            raise ValueError(f"max_pairs must be a positive integer, got {max_pairs!r}")
+        if not isinstance(min_pairs, int) or not 1 <= min_pairs <= max_pairs:
+            raise ValueError(f"min_pairs must be an integer in 1..max_pairs={max_pairs}, got {min_pairs!r}")
+        self.name = f"parentheses_{min_pairs}-{max_pairs}"
+        self.max_pairs, self.min_pairs = max_pairs, min_pairs
+        self.max_len = 2 * max_pairs  # random strings: length 1..60 in the paper
+        self.d_vocab = self.d_vocab_out = VOCAB
+        self.n_ctx = self.max_len + 1  # the string and '?'
+        super().__init__(n_test, test_seed)
+
+    def sample(self, n: int, gen: torch.Generator) -> Batch:
+        L = self.max_len
+        kind = torch.randint(0, 3, (n,), generator=gen)  # 0 random, 1 balanced, 2 mutated
+        # Random strings: length 2 min_pairs - 1 .. L (1..60 in the paper), each '(' or ')'.
+        rand_len = torch.randint(2 * self.min_pairs - 1, L + 1, (n,), generator=gen)
+        rand_steps = torch.where(torch.rand(n, L, generator=gen) < 0.5, 1, -1)
+        rand_steps = rand_steps.masked_fill(torch.arange(L) >= rand_len[:, None], 0)
+        # Balanced strings of 1..max_pairs pairs.
+        pairs = torch.randint(self.min_pairs, self.max_pairs + 1, (n,), generator=gen)
+        steps = random_dyck_steps(pairs, L, gen)
+        lengths = 2 * pairs
+        # Mutations as in the authors' generator: code U{0..3} per mutated string, bit 1 = a run
+        # of swaps, bit 2 = a run of flips; run lengths are geometric (1, 2, ... with prob 1/2,
+        # 1/4, ...), flip runs doubled with prob 2/3 (an even number of flips can rebalance).
+        code = torch.randint(0, 4, (n,), generator=gen).masked_fill(kind != 2, 0)
+        n_swaps = _geometric(n, gen).masked_fill(code & 1 == 0, 0)
+        n_flips = _geometric(n, gen)
+        n_flips = torch.where(torch.rand(n, generator=gen) < 2 / 3, 2 * n_flips, n_flips)
+        n_flips = n_flips.masked_fill(code & 2 == 0, 0)
+        rows = torch.arange(n)
+        for r in range(int(n_swaps.max())):
+            i = (torch.rand(n, generator=gen) * lengths).long()
+            j = (torch.rand(n, generator=gen) * lengths).long()
+            on = rows[n_swaps > r]
+            si, sj = steps[on, i[on]].clone(), steps[on, j[on]].clone()
+            steps[on, i[on]], steps[on, j[on]] = sj, si
+        for r in range(int(n_flips.max())):
+            f = (torch.rand(n, generator=gen) * lengths).long()
+            on = rows[n_flips > r]
+            steps[on, f[on]] *= -1
+        steps = torch.where((kind == 0)[:, None], rand_steps, steps)
+        lengths = torch.where(kind == 0, rand_len, lengths)
+
+        right = torch.full((n, self.n_ctx), PAD, dtype=torch.long)
+        right[:, :L] = torch.where(steps == 1, OPEN, torch.where(steps == -1, CLOSE, PAD))
+        right[rows, lengths] = ASK
+        # Left-pad: rotate each row right so that '?' lands on the last position.
+        shift = self.n_ctx - 1 - lengths
+        tokens = right.gather(1, (torch.arange(self.n_ctx) - shift[:, None]) % self.n_ctx)
+        targets = torch.where(is_balanced(steps, lengths), CLOSE, OPEN)  # [n]
+        return tokens, targets
+
+
+def balanced_reference(tokens: Tensor) -> list[bool]:
+    """Is each row's string (between the padding and '?') balanced?  A plain depth counter."""
+    out = []
+    for row in tokens.tolist():
+        depth, ok = 0, True
+        for tok in row[: row.index(ASK)]:
+            if tok == PAD:
+                continue
+            depth += 1 if tok == OPEN else -1
+            ok &= depth >= 0
+        out.append(ok and depth == 0)
+    return out
