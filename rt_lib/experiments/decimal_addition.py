@@ -26,7 +26,7 @@ class DecimalParams(GridParams):
     test_seed: int = 0
     widths: tuple[int, ...] = (512,)
     steps: int = 800
-    trained_steps: int | None = 300
+    trained_steps: int | None = 150
     lstm_steps: int | None = 300
     batch_size: int | None = 64
     lr: float = 1e-2
