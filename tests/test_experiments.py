@@ -1,7 +1,14 @@
+import pandas as pd
 import pytest
+import torch
 
+from rt_lib.analysis import attention_patterns, needle_head_scores
+from rt_lib.experiments import ablations, decimal_addition, memorisation, needle, parentheses, table1
+from rt_lib.experiments.common import model_config
 from rt_lib.experiments.modular_addition import ModularAdditionParams, run
 from rt_lib.experiments.reporting import claim_check, results_table
+from rt_lib.model import build_model
+from rt_lib.tasks import NeedleInAHaystack
 
 
 @pytest.mark.parametrize(
@@ -42,16 +49,6 @@ def test_tiny_run_writes_metrics_rows_per_model_and_restart(results_tmp):
 
 # --- the algorithmic suite (notebooks 02-07) ---------------------------------------------------
 
-import math
-
-import pandas as pd
-import torch
-
-from rt_lib.analysis import attention_patterns, needle_head_scores
-from rt_lib.experiments import ablations, decimal_addition, memorisation, needle, parentheses, table1
-from rt_lib.experiments.common import model_config
-from rt_lib.model import build_model
-from rt_lib.tasks import NeedleInAHaystack
 
 
 @pytest.mark.parametrize(
