@@ -23,7 +23,7 @@ HUB_NAME = "roneneldan/TinyStories"
 HOW_TO_GET_DATA = (
     "No TinyStories text found. Either point to local text files with stories separated by "
     f"'{SEPARATOR}' (a file or a folder of *.txt), as the `path` parameter or in the environment "
-    f"variable {ENV_VAR}, e.g. `export {ENV_VAR}=../shared/data/tinystories`; or pass "
+    f"variable {ENV_VAR}, e.g. `export {ENV_VAR}=/path/to/tinystories`; or pass "
     f"from_hub=True with the `datasets` package installed (`pip install datasets`) and network "
     f"access to the Hugging Face hub ({HUB_NAME})."
 )

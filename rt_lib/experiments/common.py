@@ -15,7 +15,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from rt_lib.io import atomic_save_torch
+from rt_lib.io import atomic_save_torch, results_dir
 from rt_lib.model import LSTMConfig, TransformerConfig, build_model, count_params
 from rt_lib.seeding import derive
 from rt_lib.tasks.base import Task
@@ -111,8 +111,13 @@ class GridParams:
         """Build from a notebook's variables (its ``parameters`` cell): every field found there."""
         return from_namespace(cls, namespace)
 
+    def task(self) -> Task:
+        """The notebook's task, built from its fields (subclasses)."""
+        raise NotImplementedError
+
     def check_task(self) -> None:
-        """Validate the task's own fields (subclasses)."""
+        """Validate the task's own fields: building the task checks them, with its messages."""
+        self.task()
 
     def lstm_overrides(self) -> dict:
         """The paper's LSTM lr (SPEC A); optionally fewer steps, the LSTM being slowest on CPU."""
@@ -142,6 +147,14 @@ class GridParams:
                           n_layers=self.n_layers, n_heads=self.n_heads,
                           kind_overrides=self.kind_overrides(), seed=self.seed,
                           checkpoint_dir=checkpoint_dir)
+
+
+def run_task_grid(name: str, params: GridParams,
+                  save_models: bool = True) -> tuple[Task, "GridResult"]:
+    """Build ``params``' task and train its grid; checkpoints under ``results/<name>/models``."""
+    task = params.task()
+    ckpt = str(results_dir(name) / "models") if save_models else None
+    return task, params.run_grid(task, ckpt)
 
 
 @dataclass

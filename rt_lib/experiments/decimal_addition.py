@@ -8,8 +8,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from rt_lib.experiments.common import GridParams, GridResult
-from rt_lib.io import results_dir
+from rt_lib.experiments.common import GridParams, GridResult, run_task_grid
 from rt_lib.tasks import DecimalAddition
 from rt_lib.tasks.decimal import OUT_OFFSET, STOP
 
@@ -34,18 +33,13 @@ class DecimalParams(GridParams):
     eval_every: int = 100
     stop_at_test_acc: float | None = 0.99
 
-    def check_task(self) -> None:
-        self.task()
-
     def task(self) -> DecimalAddition:
         return DecimalAddition(n_digits=self.n_digits, n_test=self.n_test,
                                test_seed=self.test_seed, score_first_digit=self.score_first_digit)
 
 
 def run(params: DecimalParams, save_models: bool = True) -> tuple[DecimalAddition, GridResult]:
-    task = params.task()
-    ckpt = str(results_dir(NAME) / "models") if save_models else None
-    return task, params.run_grid(task, ckpt)
+    return run_task_grid(NAME, params, save_models)
 
 
 @torch.no_grad()

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from rt_lib.experiments.common import GridParams, GridResult
+from rt_lib.experiments.common import GridParams, GridResult, run_task_grid
 from rt_lib.tasks import MemorisationTask, bits_memorised, memorisation
 
 NAME = "05_memorisation"
@@ -27,8 +27,7 @@ class MemorisationParams(GridParams):
     eval_every: int = 200
 
     def check_task(self) -> None:
-        if not isinstance(self.n, int) or self.n < 2:
-            raise ValueError(f"n must be an integer >= 2, got {self.n!r}")
+        super().check_task()  # n
         if any(k not in ("random transformer", "trained transformer") for k in self.models):
             raise ValueError(f"models={list(self.models)!r}: memorisation compares "
                              "'random transformer' and 'trained transformer'")
@@ -37,9 +36,9 @@ class MemorisationParams(GridParams):
         return memorisation(self.n, self.label_seed)
 
 
-def run(params: MemorisationParams) -> tuple[MemorisationTask, GridResult]:
-    task = params.task()
-    return task, params.run_grid(task)
+def run(params: MemorisationParams,
+        save_models: bool = True) -> tuple[MemorisationTask, GridResult]:
+    return run_task_grid(NAME, params, save_models)
 
 
 def memorisation_table(metrics: pd.DataFrame, task: MemorisationTask) -> pd.DataFrame:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rt_lib.experiments.common import GridParams, GridResult
-from rt_lib.io import results_dir
-from rt_lib.tasks import modular_addition
+from rt_lib.experiments.common import GridParams, GridResult, run_task_grid
+from rt_lib.tasks import FiniteTask, modular_addition
 
 NAME = "01_modular_addition"
 
@@ -25,12 +24,9 @@ class ModularAdditionParams(GridParams):
     eval_every: int = 50
     stop_at_test_acc: float | None = 0.99
 
-    def check_task(self) -> None:
-        if not isinstance(self.p, int) or self.p < 2:
-            raise ValueError(f"p must be an integer >= 2, got {self.p!r}")
+    def task(self) -> FiniteTask:
+        return modular_addition(self.p, self.train_fraction, self.split_seed)
 
 
 def run(params: ModularAdditionParams, save_models: bool = True) -> GridResult:
-    task = modular_addition(params.p, params.train_fraction, params.split_seed)
-    ckpt = str(results_dir(NAME) / "models") if save_models else None
-    return params.run_grid(task, ckpt)
+    return run_task_grid(NAME, params, save_models)[1]

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rt_lib.experiments.common import GridParams, GridResult
-from rt_lib.io import results_dir
+from rt_lib.experiments.common import GridParams, GridResult, run_task_grid
 from rt_lib.tasks import NeedleInAHaystack
 
 NAME = "02_needle_in_a_haystack"
@@ -31,9 +30,6 @@ class NeedleParams(GridParams):
     eval_every: int = 100
     stop_at_test_acc: float | None = 0.99
 
-    def check_task(self) -> None:
-        self.task()  # the task validates its own sizes
-
     def task(self) -> NeedleInAHaystack:
         return NeedleInAHaystack(max_keys=self.max_keys, min_keys=self.min_keys,
                                  n_values=self.n_values, n_markers=self.n_markers,
@@ -41,6 +37,4 @@ class NeedleParams(GridParams):
 
 
 def run(params: NeedleParams, save_models: bool = True) -> tuple[NeedleInAHaystack, GridResult]:
-    task = params.task()
-    ckpt = str(results_dir(NAME) / "models") if save_models else None
-    return task, params.run_grid(task, ckpt)
+    return run_task_grid(NAME, params, save_models)

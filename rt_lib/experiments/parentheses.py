@@ -8,8 +8,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from rt_lib.experiments.common import GridParams, GridResult
-from rt_lib.io import results_dir
+from rt_lib.experiments.common import GridParams, GridResult, run_task_grid
 from rt_lib.tasks import Parentheses
 from rt_lib.tasks.dyck import CLOSE, PAD
 
@@ -34,9 +33,6 @@ class ParenthesesParams(GridParams):
     eval_every: int = 100
     stop_at_test_acc: float | None = 0.99
 
-    def check_task(self) -> None:
-        self.task()
-
     def task(self) -> Parentheses:
         return Parentheses(max_pairs=self.max_pairs, min_pairs=self.min_pairs, n_test=self.n_test,
                            test_seed=self.test_seed)
@@ -49,9 +45,7 @@ def majority_baseline(task: Parentheses) -> float:
 
 
 def run(params: ParenthesesParams, save_models: bool = True) -> tuple[Parentheses, GridResult]:
-    task = params.task()
-    ckpt = str(results_dir(NAME) / "models") if save_models else None
-    return task, params.run_grid(task, ckpt)
+    return run_task_grid(NAME, params, save_models)
 
 
 @torch.no_grad()
