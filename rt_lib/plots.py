@@ -139,3 +139,37 @@ def plot_bars(ax: Axes, labels: list[str], values: list[float], colors: list[str
     ax.set_xticks(range(len(values)), labels, fontsize=8, rotation=20, ha="right")
     ax.set_ylabel(ylabel)
     return ax
+
+
+def plot_head_scores(ax: Axes, scores: np.ndarray, title: str | None = None) -> Axes:
+    """A [n_layers, n_heads] score per head (e.g. ``analysis.needle_head_scores``) as an
+    annotated heatmap on [0, 1]."""
+    scores = np.asarray(scores)
+    ax.imshow(scores, cmap="Oranges", vmin=0.0, vmax=1.0)
+    ax.set_xticks(range(scores.shape[1]))
+    ax.set_yticks(range(scores.shape[0]), [f"layer {i + 1}" for i in range(scores.shape[0])])
+    ax.set_xlabel("head")
+    ax.grid(False)
+    for (layer, head), v in np.ndenumerate(scores):
+        ax.text(head, layer, f"{v:.2f}", ha="center", va="center", fontsize=8,
+                color="white" if v > 0.6 else "black")
+    if title:
+        ax.set_title(title, fontsize=9)
+    return ax
+
+
+def plot_accuracy_by_length(ax: Axes, table: pd.DataFrame, baseline: float | None = None,
+                            title: str | None = None) -> Axes:
+    """Accuracy per length bin, one line per answer kind (``accuracy_by_length``'s table)."""
+    for answer, color in (("balanced", "#1f78b4"), ("unbalanced", "#e31a1c")):
+        rows = table[table["answer"] == answer]
+        ax.plot(rows["length"], rows["accuracy"], "o-", color=color, label=answer)
+    if baseline is not None:
+        ax.axhline(baseline, color="0.5", ls=":", lw=1.2, label="majority baseline")
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("string length")
+    ax.set_ylabel("test accuracy")
+    if title:
+        ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    return ax

@@ -87,3 +87,18 @@ def test_max_attention_logit_bounds_and_is_reached():
     u, s, vh = torch.linalg.svd(W_Q @ W_K.T)
     best = (32**0.5 * u[:, 0]) @ W_Q @ W_K.T @ (32**0.5 * vh[0]) / 16**0.5
     torch.testing.assert_close(best, bound[0, 1], rtol=1e-4, atol=1e-4)
+
+
+def test_head_score_heatmap_writes_every_score():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from rt_lib.plots import plot_head_scores
+
+    fig, ax = plt.subplots()
+    plot_head_scores(ax, np.array([[0.1, 0.75], [0.5, 0.0]]), title="t")
+    assert sorted(t.get_text() for t in ax.texts) == ["0.00", "0.10", "0.50", "0.75"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["layer 1", "layer 2"]
+    plt.close(fig)
