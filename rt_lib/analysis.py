@@ -115,3 +115,47 @@ def max_attention_logit(model: nn.Module) -> Tensor:
         qk = torch.einsum("hdk,hek->hde", block.attn.W_Q, block.attn.W_K)  # [h, d, d]
         rows.append(torch.linalg.matrix_norm(qk, ord=2) * d / d_head**0.5)
     return torch.stack(rows).cpu()
+
+
+def explained_variance(hidden: Tensor | np.ndarray, k: int = 10) -> dict[str, float]:
+    """Share of the total variance of ``hidden`` [n, d] along its top-``k`` principal components
+    and along its top-``k`` coordinates ("neurons") (Zhong & Andreas, Tables 4, 5, 7).
+
+    The total variance is the trace of the covariance; both shares are in [0, 1], the PCs' is
+    never below the neurons' (the top-k PCs maximise the variance of any k-dim subspace), and
+    equal shares mean the variance is axis-aligned.  Isotropic states give k/d for both."""
+    x = torch.as_tensor(hidden, dtype=torch.float64)
+    if x.ndim != 2 or len(x) < 2:
+        raise ValueError(f"hidden must be [n >= 2, d], got shape {tuple(x.shape)}")
+    if not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    x = x - x.mean(0)
+    per_dim = (x**2).sum(0)  # n-1 times each coordinate's variance
+    total = float(per_dim.sum())
+    if total == 0.0:
+        raise ValueError("hidden has zero variance")
+    eig = torch.linalg.svdvals(x) ** 2  # the same scale: n-1 times the covariance eigenvalues
+    return {"pcs": float(eig[:k].sum()) / total,
+            "neurons": float(per_dim.topk(min(k, len(per_dim))).values.sum()) / total}
+
+
+@torch.no_grad()
+def hidden_states(model: nn.Module, tokens: Tensor, positions: Tensor | None = None,
+                  batch_size: int = 1024) -> dict[str, Tensor]:
+    """Residual stream after each block, ``{"layer 1": [n, d], ...}``, at the scored positions:
+    ``positions`` [b, t] bool selects (example, position) pairs; None = the last position."""
+    was_training = model.training
+    model.eval()
+    out: dict[str, list[Tensor]] = {}
+    for start in range(0, len(tokens), batch_size):
+        cache: dict[str, Tensor] = {}
+        model(tokens[start : start + batch_size], cache=cache)
+        for i in range(len(model.blocks)):
+            resid = cache[f"blocks.{i}.resid_post"]  # [b, t, d]
+            if positions is None:
+                picked = resid[:, -1]
+            else:
+                picked = resid[positions[start : start + batch_size]]
+            out.setdefault(f"layer {i + 1}", []).append(picked.cpu())
+    model.train(was_training)
+    return {name: torch.cat(parts) for name, parts in out.items()}

@@ -4,8 +4,9 @@ Stories come from local text files, a path given as a parameter or in ``$RT_TINY
 file, or a folder whose ``*.txt`` files are read in name order), with stories separated by
 ``<|endoftext|>`` as in the dataset's own text dumps.  Only when asked (``from_hub=True``) and
 when the Hugging Face ``datasets`` package can reach the hub is ``roneneldan/TinyStories``
-downloaded instead (cached by ``datasets``).  Otherwise loading fails with a message that says
-how to get the data.  Nothing here knows where the project keeps its copy.
+downloaded instead (cached by ``datasets`` under ``results/hf_cache``).  Otherwise loading
+fails with a message that says how to get the data.  Nothing here knows where the project
+keeps its copy.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import random
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from rt_lib.io import results_dir
 
 ENV_VAR = "RT_TINYSTORIES"
 SEPARATOR = "<|endoftext|>"
@@ -66,36 +69,44 @@ def read_stories(path: str | Path) -> list[str]:
     return stories
 
 
-def _stories_from_hub(cache_dir: str | None) -> list[str]:
+def _stories_from_hub(cache_dir: str | Path | None) -> tuple[list[str], list[str]]:
+    """(train, validation) stories of ``roneneldan/TinyStories``, the dataset's own splits,
+    downloaded once into ``cache_dir`` (default ``results/hf_cache``) by ``datasets``."""
     try:
         import datasets  # optional: only the hub path needs it
     except ImportError as err:
         raise FileNotFoundError(f"from_hub=True needs the `datasets` package. {HOW_TO_GET_DATA}") from err
+    cache = str(cache_dir if cache_dir is not None else results_dir("hf_cache"))
     try:
-        data = datasets.load_dataset(HUB_NAME, split="train", cache_dir=cache_dir)
+        data = datasets.load_dataset(HUB_NAME, cache_dir=cache)
     except Exception as err:  # no network, hub down, ...: say what to do instead
         raise FileNotFoundError(f"Could not load {HUB_NAME} from the hub ({err}). {HOW_TO_GET_DATA}") from err
-    return [s.strip() for s in data["text"] if s.strip()]
+    return tuple([s.strip() for s in data[split]["text"] if s.strip()]
+                 for split in ("train", "validation"))
 
 
 def load_tinystories(path: str | Path | None = None, valid_fraction: float = 0.05,
                      split_seed: int = 0, max_stories: int | None = None,
-                     from_hub: bool = False, cache_dir: str | None = None) -> Stories:
-    """Stories shuffled once with ``split_seed``; ``valid_fraction`` of them held out.
+                     from_hub: bool = False, cache_dir: str | Path | None = None) -> Stories:
+    """TinyStories, split into training and held-out stories.
 
-    ``path`` (else ``$RT_TINYSTORIES``) wins over the hub; ``max_stories`` keeps the first
-    stories of the shuffled order (small CPU profiles)."""
+    Where from, first match wins: ``path``; the hub when ``from_hub`` (its own train/validation
+    split); ``$RT_TINYSTORIES``.  Local stories are shuffled once with ``split_seed`` and
+    ``valid_fraction`` of them held out; ``max_stories`` keeps the first stories of the shuffled
+    order (small CPU profiles; on the hub it caps the training split)."""
     if not 0.0 < valid_fraction < 1.0:
         raise ValueError(f"valid_fraction must be in (0, 1), got {valid_fraction}")
     if max_stories is not None and max_stories < 2:
         raise ValueError(f"max_stories must be at least 2 (one per split), got {max_stories}")
+    if path is None and from_hub:
+        train, valid = _stories_from_hub(cache_dir)
+        if max_stories is not None:
+            train = train[:max_stories]
+        return Stories(train=train, valid=valid, source=HUB_NAME)
     path = path or os.environ.get(ENV_VAR) or None
-    if path is not None:
-        stories, source = read_stories(path), str(path)
-    elif from_hub:
-        stories, source = _stories_from_hub(cache_dir), HUB_NAME
-    else:
+    if path is None:
         raise FileNotFoundError(HOW_TO_GET_DATA)
+    stories, source = read_stories(path), str(path)
     random.Random(split_seed).shuffle(stories)
     if max_stories is not None:
         stories = stories[:max_stories]

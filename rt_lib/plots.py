@@ -173,3 +173,92 @@ def plot_accuracy_by_length(ax: Axes, table: pd.DataFrame, baseline: float | Non
         ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
     return ax
+
+
+def plot_loss_vs_width(ax: Axes, metrics: pd.DataFrame, value: str = "valid_loss",
+                       x: str = "width", hue: str = "model",
+                       ylabel: str = "validation cross-entropy (nats/token)") -> Axes:
+    """Figure 4: ``value`` against width (log2 axis), one line per model kind; every restart is
+    a faint dot, the line joins medians."""
+    for kind, rows in metrics.groupby(hue, sort=False):
+        color = MODEL_COLORS.get(str(kind))
+        med = rows.groupby(x)[value].median()
+        ax.scatter(rows[x], rows[value], color=color, alpha=0.35, s=14)
+        ax.plot(med.index, med.values, "o-", color=color, label=str(kind), lw=1.8)
+        for w, v in med.items():
+            ax.annotate(f"{v:.2f}", (w, v), fontsize=7, xytext=(3, 4), textcoords="offset points",
+                        color=color)
+    ax.set_xscale("log", base=2)
+    widths = sorted(metrics[x].unique())
+    ax.set_xticks(widths, [str(w) for w in widths])
+    ax.set_xlabel(x.replace("_", " "))
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def plot_completions(ax: Axes, prompt: str, completions: Mapping[str, str],
+                     wrap: int = 64) -> Axes:
+    """Figure 5: one prompt and each model's continuation side by side, the prompt in grey."""
+    import textwrap
+
+    ax.axis("off")
+    n = len(completions)
+    for i, (name, text) in enumerate(completions.items()):
+        x0 = i / n + 0.01
+        ax.text(x0, 0.98, name, transform=ax.transAxes, fontsize=9, weight="bold", va="top",
+                color=MODEL_COLORS.get(name, "black"))
+        body = textwrap.fill(f"{prompt} >>> {text.strip()}", wrap)
+        ax.text(x0, 0.88, body, transform=ax.transAxes, fontsize=8, va="top", family="serif",
+                linespacing=1.35)
+    return ax
+
+
+def plot_explained_variance(ax: Axes, summary: pd.DataFrame, kinds: tuple[str, ...] = (
+        "random transformer", "trained transformer"), k: int = 10) -> Axes:
+    """Tables 4/5/7 as bars: per task, each kind's top-k PC share (solid) and top-k neuron share
+    (hatched) of the hidden-state variance; ``summary`` is ``subspace.summary``'s table."""
+    tasks = list(summary["task"])
+    bar = 0.8 / (2 * len(kinds))
+    for j, kind in enumerate(kinds):
+        for s, (stat, hatch) in enumerate((("PCs", None), ("neurons", "///"))):
+            col = f"{kind}: top-k {stat}"
+            if col not in summary:
+                continue
+            xs = [i - 0.4 + bar * (2 * j + s + 0.5) for i in range(len(tasks))]
+            ax.bar(xs, summary[col], bar, color=MODEL_COLORS.get(kind), hatch=hatch,
+                   alpha=1.0 if stat == "PCs" else 0.55, edgecolor="0.2", lw=0.5,
+                   label=f"{kind}, top-{k} {stat}")
+            for xv, v in zip(xs, summary[col]):
+                ax.annotate(f"{v:.2f}", (xv, v), ha="center", va="bottom", fontsize=7,
+                            xytext=(0, 2), textcoords="offset points")
+    ax.set_xticks(range(len(tasks)), tasks)
+    ax.set_ylim(0, 1.12)
+    ax.set_ylabel("share of hidden-state variance")
+    ax.legend(fontsize=7, ncol=2, loc="upper right")
+    return ax
+
+
+def plot_imitation(ax: Axes, table: pd.DataFrame, ratio: bool = False) -> Axes:
+    """Figure 6: the imitator's test KL against the target's width (log2), with the KL of the
+    best input-blind imitator (the target's average distribution) as the ceiling; ``ratio``
+    plots KL / that ceiling instead (0: perfect imitation, 1: nothing learned about the input)."""
+    value = "kl_ratio" if ratio else "test_kl"
+    for (kind, width), rows in table.groupby(["model", "imitator_width"], sort=False):
+        ax.plot(rows["target_width"], rows[value], "o-", color=MODEL_COLORS.get(kind),
+                label=f"{kind} (width {width})", lw=1.8)
+    if ratio:
+        ax.axhline(1.0, color="0.5", ls="--", lw=1.2, label="input-blind imitator")
+        ax.set_ylim(0, 1.1)
+        ax.set_ylabel("KL / input-blind imitator's KL")
+    else:
+        base = table.drop_duplicates("target_width")
+        ax.plot(base["target_width"], base["baseline_kl"], "s--", color="0.5",
+                label="input-blind imitator (target's mean distribution)")
+        ax.set_ylabel("KL(target || imitator), nats")
+    ax.set_xscale("log", base=2)
+    widths = sorted(table["target_width"].unique())
+    ax.set_xticks(widths, [str(w) for w in widths])
+    ax.set_xlabel("target transformer width")
+    ax.legend(fontsize=8)
+    return ax

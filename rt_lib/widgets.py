@@ -6,10 +6,11 @@ from collections.abc import Mapping
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
-from torch import Tensor
+from torch import Tensor, nn
 
 from rt_lib.analysis import PCA
-from rt_lib.plots import plot_attention, plot_embedding_circle
+from rt_lib.plots import plot_attention, plot_completions, plot_embedding_circle
+from rt_lib.text import BPETokenizer, generate
 
 
 def pc_explorer(projections: Mapping[str, PCA], default: tuple[int, int] = (0, 2),
@@ -53,3 +54,27 @@ def attention_explorer(patterns: Mapping[str, Tensor], labels: list[list[str]],
     out = widgets.interactive_output(
         draw, {"name": model, "layer": layer, "head": head, "example": example})
     return widgets.VBox([widgets.HBox([model, example]), widgets.HBox([layer, head]), out])
+
+
+def completion_explorer(models: Mapping[str, nn.Module], tokenizer: BPETokenizer,
+                        prompt: str, max_new_tokens: int = 40) -> widgets.VBox:
+    """Type a prompt, set temperature and seed; every model completes it (Figure 5, live)."""
+    text = widgets.Textarea(value=prompt, description="prompt", layout=widgets.Layout(width="95%"))
+    temperature = widgets.FloatSlider(value=0.7, min=0.0, max=1.5, step=0.1, description="temperature")
+    seed = widgets.IntSlider(value=0, min=0, max=20, description="seed")
+    tokens = widgets.IntSlider(value=max_new_tokens, min=5, max=120, step=5, description="tokens")
+
+    def draw(prompt: str, temperature: float, seed: int, tokens: int) -> None:
+        if not prompt.strip():
+            print("type a prompt")
+            return
+        done = {name: tokenizer.decode(generate(model, tokenizer.encode(prompt), tokens, seed=seed,
+                                                temperature=temperature, stop_id=tokenizer.eot_id))
+                for name, model in models.items()}
+        fig, ax = plt.subplots(figsize=(11, 2.4))
+        plot_completions(ax, prompt, done)
+        plt.show()
+
+    out = widgets.interactive_output(
+        draw, {"prompt": text, "temperature": temperature, "seed": seed, "tokens": tokens})
+    return widgets.VBox([text, widgets.HBox([temperature, seed, tokens]), out])

@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 import torch
 
-from rt_lib.analysis import best_circle_pcs, circularity, pca
+from rt_lib.analysis import best_circle_pcs, circularity, explained_variance, hidden_states, pca
+from rt_lib.model import TransformerConfig, build_model
 
 
 def circle(p, k, radius=1.0, phase=0.3):
@@ -102,3 +103,43 @@ def test_head_score_heatmap_writes_every_score():
     assert sorted(t.get_text() for t in ax.texts) == ["0.00", "0.10", "0.50", "0.75"]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["layer 1", "layer 2"]
     plt.close(fig)
+
+
+def test_explained_variance_of_a_hand_built_matrix():
+    # Columns are scaled, orthogonal, zero-mean +-1 patterns: coordinate variances exactly
+    # proportional to 16, 9, 4 (total 29), and they are already the principal axes.
+    signs = torch.tensor([[1, 1, 1], [1, -1, -1], [-1, 1, -1], [-1, -1, 1]], dtype=torch.float64)
+    x = signs * torch.tensor([4.0, 3.0, 2.0])
+    ev = explained_variance(x, k=1)
+    assert ev["pcs"] == pytest.approx(16 / 29) and ev["neurons"] == pytest.approx(16 / 29)
+    assert explained_variance(x, k=2)["pcs"] == pytest.approx(25 / 29)
+    # Rotating the first two axes by 45 degrees keeps the PCs but mixes the neurons:
+    # each rotated coordinate carries (16 + 9) / 2 of the variance.
+    c = 2 ** -0.5
+    rot = torch.tensor([[c, -c, 0], [c, c, 0], [0, 0, 1]], dtype=torch.float64)
+    ev = explained_variance(x @ rot, k=1)
+    assert ev["pcs"] == pytest.approx(16 / 29) and ev["neurons"] == pytest.approx(12.5 / 29)
+    assert explained_variance(x @ rot + 7.0, k=3) == pytest.approx({"pcs": 1.0, "neurons": 1.0})
+
+
+def test_explained_variance_rejects_degenerate_input():
+    with pytest.raises(ValueError, match="zero variance"):
+        explained_variance(torch.ones(5, 3))
+    with pytest.raises(ValueError, match="shape"):
+        explained_variance(torch.ones(3))
+    with pytest.raises(ValueError, match="k must"):
+        explained_variance(torch.randn(5, 3), k=0)
+
+
+def test_hidden_states_are_what_the_unembedding_reads():
+    model = build_model(TransformerConfig(d_vocab=11, n_ctx=5, d_model=16, n_layers=2, n_heads=2), 0).eval()
+    tokens = torch.randint(0, 11, (6, 5), generator=torch.Generator().manual_seed(0))
+    states = hidden_states(model, tokens, batch_size=4)  # two chunks
+    assert list(states) == ["layer 1", "layer 2"] and states["layer 2"].shape == (6, 16)
+    with torch.no_grad():
+        logits = model(tokens)
+        assert torch.allclose(model.unembed(model.ln_final(states["layer 2"])), logits[:, -1], atol=1e-5)
+        picked = torch.zeros(6, 5, dtype=torch.bool)
+        picked[0, 1] = picked[3, 4] = True
+        some = hidden_states(model, tokens, picked)["layer 2"]
+        assert torch.allclose(model.unembed(model.ln_final(some)), logits[picked], atol=1e-5)

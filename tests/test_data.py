@@ -67,3 +67,69 @@ def test_a_story_in_two_dumps_is_kept_once(tmp_path):
     write_dump(tmp_path / "a.txt", ["Tom ran.", "Sue  sat."])
     write_dump(tmp_path / "b.txt", ["Sue sat.", "Max hid."])
     assert read_stories(tmp_path) == ["Tom ran.", "Sue  sat.", "Max hid."]
+
+
+class FakeHub:
+    """Stands in for the `datasets` package: records the call, serves two splits."""
+
+    def __init__(self, fail: bool = False):
+        self.calls, self.fail = [], fail
+
+    def load_dataset(self, name, cache_dir=None):
+        self.calls.append((name, cache_dir))
+        if self.fail:
+            raise ConnectionError("no network")
+        return {"train": {"text": ["Tom ran.", " ", "Sue sat.", "Max hid."]},
+                "validation": {"text": ["Bob sang."]}}
+
+
+def test_hub_gives_its_own_splits_and_wins_over_the_environment(tmp_path, monkeypatch):
+    import sys
+
+    from rt_lib.data import HUB_NAME
+
+    hub = FakeHub()
+    monkeypatch.setitem(sys.modules, "datasets", hub)
+    write_dump(tmp_path / "s.txt", ["local one", "local two"])
+    monkeypatch.setenv(ENV_VAR, str(tmp_path))
+    data = load_tinystories(from_hub=True, cache_dir=tmp_path / "cache", max_stories=2)
+    assert hub.calls == [(HUB_NAME, str(tmp_path / "cache"))]
+    assert data.source == HUB_NAME
+    assert data.train == ["Tom ran.", "Sue sat."] and data.valid == ["Bob sang."]
+    assert load_tinystories(tmp_path, from_hub=True).source == str(tmp_path)  # a path still wins
+
+
+def test_hub_failures_say_how_to_get_the_data(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "datasets", FakeHub(fail=True))
+    with pytest.raises(FileNotFoundError, match=f"no network.*{ENV_VAR}"):
+        load_tinystories(from_hub=True)
+    monkeypatch.setitem(sys.modules, "datasets", None)  # not installed
+    with pytest.raises(FileNotFoundError, match="needs the `datasets` package"):
+        load_tinystories(from_hub=True)
+
+
+def _sourced_path(cwd, env):
+    import subprocess
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "data_env.sh"
+    out = subprocess.run(["bash", "-c", f"source '{script}' && printf %s \"$RT_TINYSTORIES\""],
+                         cwd=cwd, env=env, capture_output=True, text=True, check=True)
+    return out.stdout
+
+
+def test_the_scripts_find_the_shared_excerpts_above_the_checkout(tmp_path):
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != ENV_VAR}
+    repo = tmp_path / "ci" / "clone"
+    repo.mkdir(parents=True)
+    assert _sourced_path(repo, env) == ""  # nothing anywhere: left unset (08 then says why)
+    shared = tmp_path / "shared" / "data" / "tinystories"
+    shared.mkdir(parents=True)
+    assert _sourced_path(repo, env) == str(shared)
+    (repo / "data" / "tinystories").mkdir(parents=True)  # a local copy comes first
+    assert _sourced_path(repo, env) == str(repo / "data" / "tinystories")
+    assert _sourced_path(repo, {**env, ENV_VAR: "/my/stories"}) == "/my/stories"  # set: kept

@@ -67,8 +67,8 @@ def test_paper_profile_injects_its_config(tmp_path):
 
 
 def test_every_paper_config_names_only_known_parameters_and_validates():
-    from rt_lib.experiments import (ablations, decimal_addition, memorisation, needle,
-                                    parentheses, table1)
+    from rt_lib.experiments import (ablations, decimal_addition, imitation, memorisation, needle,
+                                    parentheses, subspace, table1, tinystories)
 
     classes = {
         "01_modular_addition": ModularAdditionParams, needle.NAME: needle.NeedleParams,
@@ -76,6 +76,8 @@ def test_every_paper_config_names_only_known_parameters_and_validates():
         parentheses.NAME: parentheses.ParenthesesParams,
         memorisation.NAME: memorisation.MemorisationParams,
         ablations.NAME: ablations.AblationParams, table1.NAME: table1.Table1Params,
+        tinystories.NAME: tinystories.TinyStoriesParams, subspace.NAME: subspace.SubspaceParams,
+        imitation.NAME: imitation.ImitationParams,
     }
     jobs = runner.plan("paper", None, {})
     assert {job.name for job in jobs} == set(classes)  # every notebook has a paper config

@@ -142,19 +142,27 @@ class GridParams:
             out["trained transformer"] = {"steps": self.trained_steps}
         return out
 
-    def run_grid(self, task: Task, checkpoint_dir: str | None = None) -> "GridResult":
+    def transformer_overrides(self) -> dict[str, Any]:
+        """Model settings beyond width/depth/heads (e.g. the language model's dropout)."""
+        return {}
+
+    def run_grid(self, task: Task, checkpoint_dir: str | None = None,
+                 meta: Mapping[str, Any] | None = None) -> "GridResult":
         return train_grid(task, self.models, self.widths, self.restarts, self.train_config(),
                           n_layers=self.n_layers, n_heads=self.n_heads,
                           kind_overrides=self.kind_overrides(), seed=self.seed,
-                          checkpoint_dir=checkpoint_dir)
+                          checkpoint_dir=checkpoint_dir,
+                          transformer_overrides=self.transformer_overrides(), meta=meta)
 
 
-def run_task_grid(name: str, params: GridParams,
-                  save_models: bool = True) -> tuple[Task, "GridResult"]:
-    """Build ``params``' task and train its grid; checkpoints under ``results/<name>/models``."""
-    task = params.task()
+def run_task_grid(name: str, params: GridParams, save_models: bool = True,
+                  task: Task | None = None) -> tuple[Task, "GridResult"]:
+    """Build ``params``' task and train its grid; checkpoints under ``results/<name>/models``,
+    each with the parameters that rebuild its task (``params.task()``, used by notebook 09).
+    ``task``: the task already built from ``params`` (saves building it twice)."""
+    task = task if task is not None else params.task()
     ckpt = str(results_dir(name) / "models") if save_models else None
-    return task, params.run_grid(task, ckpt)
+    return task, params.run_grid(task, ckpt, meta={"notebook": name, "params": params})
 
 
 @dataclass
@@ -167,18 +175,23 @@ class GridResult:
 def train_grid(task: Task, kinds: Sequence[str], widths: Sequence[int], restarts: int,
                train_cfg: TrainConfig, n_layers: int = 2, n_heads: int = 4,
                kind_overrides: Mapping[str, Mapping[str, Any]] | None = None, seed: int = 0,
-               checkpoint_dir: str | None = None) -> GridResult:
+               checkpoint_dir: str | None = None,
+               transformer_overrides: Mapping[str, Any] | None = None,
+               meta: Mapping[str, Any] | None = None) -> GridResult:
     """Train every model kind at every width ``restarts`` times; seeds derive from ``seed``.
 
     ``kind_overrides`` changes training settings per model kind, e.g.
     ``{"trained LSTM": {"lr": 5e-3}}`` (the paper tuned the LSTM's lr separately, SPEC A).
+    ``transformer_overrides`` go to every transformer's config (e.g. ``{"dropout": 0.1}``);
+    ``meta`` is stored in every checkpoint (what rebuilds the task).
     """
     rows, result = [], GridResult(metrics=pd.DataFrame())
     for width in widths:
         for kind in kinds:
             for restart in range(restarts):
                 run_seed = derive(seed, f"restart{restart}") % 2**31
-                cfg = model_config(kind, task, width, n_layers, n_heads)
+                cfg = model_config(kind, task, width, n_layers, n_heads,
+                                   **(transformer_overrides or {}))
                 model = build_model(cfg, derive(run_seed, "init"))
                 extra = (kind_overrides or {}).get(kind, {})
                 tcfg = replace(train_cfg, seed=run_seed, **extra)
@@ -189,7 +202,8 @@ def train_grid(task: Task, kinds: Sequence[str], widths: Sequence[int], restarts
                 last = res.history.iloc[-1]
                 rows.append({
                     "model": kind, "width": width, "restart": restart, "seed": run_seed,
-                    **{c: float(last[c]) for c in res.history.columns if c.startswith(("train_", "test_"))},
+                    **{c: float(last[c]) for c in res.history.columns
+                       if c not in ("step", "lr", "time_s")},  # train_loss and every eval metric
                     "trainable_params": count_params(model),
                     "total_params": count_params(model, trainable_only=False),
                     "steps": res.steps_done, "wall_time_s": res.wall_time_s,
@@ -197,7 +211,8 @@ def train_grid(task: Task, kinds: Sequence[str], widths: Sequence[int], restarts
                 if checkpoint_dir is not None:
                     slug = kind.replace(" ", "_")
                     atomic_save_torch(
-                        {"config": cfg, "state_dict": res.model.state_dict(), "seed": run_seed},
+                        {"config": cfg, "state_dict": res.model.state_dict(), "seed": run_seed,
+                         "model": kind, "width": width, "restart": restart, **(meta or {})},
                         f"{checkpoint_dir}/{slug}_d{width}_r{restart}.pt")
     result.metrics = pd.DataFrame(rows)
     return result

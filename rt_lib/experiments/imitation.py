@@ -1,0 +1,96 @@
+"""Experiment 10: circuit imitation (Zhong & Andreas, Figure 6; SPEC A.7).
+
+A random transformer (embeddings and unembedding trained) imitates, by KL at the last position,
+random target transformers of growing width.  Settings not in the paper's text come from the
+authors' ``imitation.py``: imitator 3 layers x 4 heads at width 256; targets 3 layers x 2 heads,
+scaled (see :mod:`rt_lib.tasks.imitation`); vocabulary 512; 40 positions; batch 1000; lr 1e-3.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from rt_lib.experiments.common import GridParams, check_positive_ints, train_grid
+from rt_lib.seeding import derive
+from rt_lib.tasks.imitation import CircuitImitation, imitation_target
+
+NAME = "10_circuit_imitation"
+
+
+@dataclass(frozen=True)
+class ImitationParams(GridParams):
+    """Notebook 10's parameters; defaults = CPU profile (configs/paper/ has the paper's)."""
+
+    models: tuple[str, ...] = ("random transformer",)
+    widths: tuple[int, ...] = (128,)  # the imitator's width (the authors: 256)
+    n_layers: int = 3  # imitator depth (imitation.py)
+    n_heads: int = 4
+    target_widths: tuple[int, ...] = (8, 16, 32, 64, 128, 256)
+    target_layers: int = 3  # imitation.py
+    target_heads: int = 2  # imitation.py
+    d_vocab: int = 128  # the authors: 512
+    n_ctx: int = 16  # the authors: 40
+    n_test: int = 500  # the authors: 4000
+    test_seed: int = 0
+    steps: int = 300
+    batch_size: int | None = 128
+    lr: float = 1e-2
+    warmup_steps: int = 30
+    eval_every: int = 100
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "target_widths", tuple(self.target_widths))
+        check_positive_ints("target_widths", self.target_widths)
+        for w in self.target_widths:
+            if w % self.target_heads:
+                raise ValueError(f"target_widths: {w} is not divisible by target_heads={self.target_heads}")
+        super().__post_init__()
+
+    def check_task(self) -> None:
+        check_positive_ints("d_vocab", [self.d_vocab])
+        check_positive_ints("n_ctx", [self.n_ctx])
+        check_positive_ints("target_layers", [self.target_layers])
+        check_positive_ints("target_heads", [self.target_heads])
+        if self.batch_size is None:
+            raise ValueError("batch_size must be set: imitation draws an endless stream")
+
+    def task(self, target_width: int | None = None) -> CircuitImitation:
+        width = target_width if target_width is not None else self.target_widths[0]
+        target = imitation_target(width, d_vocab=self.d_vocab, n_ctx=self.n_ctx,
+                                  n_layers=self.target_layers, n_heads=self.target_heads,
+                                  seed=derive(self.seed, f"target{width}") % 2**31)
+        return CircuitImitation(target, n_test=self.n_test, test_seed=self.test_seed)
+
+
+def run(params: ImitationParams) -> pd.DataFrame:
+    """One row per (target width, imitator kind, width, restart): final test KL, the
+    input-blind baseline's KL, and their ratio (1 = learned nothing about the input)."""
+    frames = []
+    for tw in params.target_widths:
+        task = params.task(tw)
+        grid = train_grid(task, params.models, params.widths, params.restarts,
+                          params.train_config(), n_layers=params.n_layers,
+                          n_heads=params.n_heads, seed=params.seed)
+        df = grid.metrics.rename(columns={"width": "imitator_width"})
+        df.insert(0, "target_width", tw)
+        df["baseline_kl"] = task.baseline_kl()
+        frames.append(df)
+    out = pd.concat(frames, ignore_index=True)
+    out["kl_ratio"] = out["test_kl"] / out["baseline_kl"]
+    return out
+
+
+def kl_table(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Median over restarts per target width and imitator (Figure 6 as a table)."""
+    table = (metrics.groupby(["target_width", "model", "imitator_width"], sort=False)
+             .agg(test_kl=("test_kl", "median"), baseline_kl=("baseline_kl", "first"),
+                  kl_ratio=("kl_ratio", "median"), top1=("test_top1", "median"),
+                  wall_time=("wall_time_s", "sum"))
+             .reset_index())
+    for col in ("test_kl", "baseline_kl", "kl_ratio", "top1"):
+        table[col] = table[col].round(3)
+    table["wall_time"] = table["wall_time"].map(lambda s: f"{s:.0f} s")
+    return table
+

@@ -1,0 +1,141 @@
+"""Experiment 08: language modelling on TinyStories (Zhong & Andreas §6, Figures 4-5; SPEC A.6).
+
+Random (embedding-only) and fully trained 4-layer transformers across a width sweep, scored by
+validation cross-entropy (nats per token on held-out stories), plus sampled completions of the
+same prompts by both kinds of model.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+import pandas as pd
+from torch import nn
+
+from rt_lib.data import Stories, load_tinystories
+from rt_lib.experiments.common import GridParams, GridResult, run_task_grid
+from rt_lib.text import MIN_VOCAB, BPETokenizer, LanguageModelling, cached_tokenizer, generate
+
+NAME = "08_tinystories"
+
+#: Openings in the style of the dataset; Figure 5 of the paper shows one such prompt.
+DEFAULT_PROMPTS = (
+    "Once upon a time, there was a little girl named Lily. She loved to",
+    "Tom and his dog went to the park. They saw a big",
+    "One day, a small bird could not fly. It was sad because",
+)
+
+
+@dataclass(frozen=True)
+class TinyStoriesParams(GridParams):
+    """Notebook 08's parameters; defaults = CPU profile (configs/paper/ has the paper's)."""
+
+    models: tuple[str, ...] = ("random transformer", "trained transformer")
+    widths: tuple[int, ...] = (32, 64, 128)
+    n_layers: int = 4  # SPEC A.6
+    n_heads: int = 8  # SPEC A.6
+    data_path: str | None = None  # None -> $RT_TINYSTORIES (or the hub with from_hub)
+    from_hub: bool = False  # download roneneldan/TinyStories with `datasets` (needs network)
+    max_stories: int | None = None  # None = every story found
+    valid_fraction: float = 0.05  # held-out stories (local data; the hub has its own split)
+    split_seed: int = 0
+    vocab_size: int = 1024  # byte-level BPE trained on the training stories
+    n_ctx: int = 64  # tokens per training window
+    n_valid_windows: int | None = 200  # validation windows of n_ctx tokens; None = all
+    epochs: float | None = None  # if set, steps = epochs over the training tokens
+    dropout: float = 0.0  # the paper: 0.1 (GPT-2 default); 0 for a few hundred CPU steps
+    steps: int = 400
+    batch_size: int | None = 32
+    lr: float = 1e-2
+    weight_decay: float = 0.1  # SPEC A.6
+    warmup_steps: int = 40
+    eval_every: int = 100
+    prompts: tuple[str, ...] = DEFAULT_PROMPTS
+    sample_width: int | None = None  # width of the models that complete prompts; None = widest
+    sample_tokens: int = 40
+    temperature: float = 0.7
+    top_k: int | None = 40
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "prompts", tuple(self.prompts))
+        super().__post_init__()
+
+    def check_task(self) -> None:
+        # Cheap checks only: building the task reads every story and trains a tokenizer.
+        if not isinstance(self.vocab_size, int) or self.vocab_size < MIN_VOCAB:
+            raise ValueError(f"vocab_size must be an integer >= {MIN_VOCAB}, got {self.vocab_size!r}")
+        if not isinstance(self.n_ctx, int) or self.n_ctx < 2:
+            raise ValueError(f"n_ctx must be an integer >= 2, got {self.n_ctx!r}")
+        if self.batch_size is None:
+            raise ValueError("batch_size must be set: language modelling has no full batch")
+        if self.epochs is not None and not self.epochs > 0:
+            raise ValueError(f"epochs must be positive or None, got {self.epochs}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if not self.prompts or any(not p.strip() for p in self.prompts):
+            raise ValueError("prompts must be a non-empty list of non-empty strings")
+        if self.sample_width is not None and self.sample_width not in self.widths:
+            raise ValueError(f"sample_width={self.sample_width} is not one of widths={list(self.widths)}")
+        if self.temperature < 0 or self.sample_tokens < 1:
+            raise ValueError("temperature must be >= 0 and sample_tokens >= 1")
+
+    def stories(self) -> Stories:
+        return load_tinystories(self.data_path, valid_fraction=self.valid_fraction,
+                                split_seed=self.split_seed, max_stories=self.max_stories,
+                                from_hub=self.from_hub)
+
+    def tokenizer(self, stories: Stories | None = None) -> BPETokenizer:
+        return cached_tokenizer((stories or self.stories()).train, self.vocab_size)
+
+    def task(self) -> LanguageModelling:
+        stories = self.stories()
+        tok = self.tokenizer(stories)
+        return LanguageModelling(tok.encode_stories(stories.train), tok.encode_stories(stories.valid),
+                                 d_vocab=tok.vocab_size, n_ctx=self.n_ctx,
+                                 n_valid_windows=self.n_valid_windows)
+
+    def transformer_overrides(self) -> dict[str, Any]:
+        return {"dropout": self.dropout}
+
+    def steps_for(self, task: LanguageModelling) -> int:
+        """``steps``, or ``epochs`` passes over the training tokens in windows of n_ctx."""
+        if self.epochs is None:
+            return self.steps
+        return math.ceil(self.epochs * len(task.train_ids) / (self.batch_size * self.n_ctx))
+
+
+
+def run(params: TinyStoriesParams,
+        save_models: bool = True) -> tuple[LanguageModelling, GridResult]:
+    """Build the data once, fix the step count (``epochs``), train the grid."""
+    task = params.task()
+    if params.epochs is not None:
+        params = replace(params, steps=params.steps_for(task))
+    return run_task_grid(NAME, params, save_models, task=task)
+
+
+def loss_table(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Validation cross-entropy (nats/token, median over restarts) per width, one column per
+    model kind (Figure 4 as a table)."""
+    table = metrics.pivot_table(index="width", columns="model", values="valid_loss",
+                                aggfunc="median").round(3)
+    table.columns.name = None
+    return table
+
+
+def completions(models: dict[str, nn.Module], tokenizer: BPETokenizer, prompts: tuple[str, ...],
+                max_new_tokens: int, seed: int, temperature: float,
+                top_k: int | None) -> pd.DataFrame:
+    """One row per prompt, one column per model: the sampled continuation (Figure 5).  Every
+    model gets the same sampling seed per prompt."""
+    rows = []
+    for i, prompt in enumerate(prompts):
+        row = {"prompt": prompt}
+        for name, model in models.items():
+            ids = generate(model, tokenizer.encode(prompt), max_new_tokens, seed=seed + i,
+                           temperature=temperature, top_k=top_k, stop_id=tokenizer.eot_id)
+            row[name] = tokenizer.decode(ids)
+        rows.append(row)
+    return pd.DataFrame(rows)

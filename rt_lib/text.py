@@ -1,0 +1,188 @@
+"""Language modelling on TinyStories (Zhong & Andreas §6, Figures 4-5; SPEC A task 6).
+
+* :class:`BPETokenizer`: a byte-level BPE trained with the ``tokenizers`` library on the training
+  stories (the authors trained their own tokenizer on TinyStories too), cached under
+  ``results/tokenizers/`` keyed by the vocabulary size and a hash of the text it was trained on.
+  Byte-level means every string round-trips exactly: no unknown tokens, no normalisation.
+* :class:`LanguageModelling`: the :class:`~rt_lib.tasks.base.Task` the training loop sees:
+  random windows of ``n_ctx + 1`` tokens of the training stream (stories joined by the
+  end-of-text token), next-token targets at every position, and fixed non-overlapping windows of
+  the held-out stories as the ``valid`` set.
+* :func:`generate`: seeded sampling of a completion (Figure 5).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+from rt_lib.data import SEPARATOR
+from rt_lib.io import atomic_write_text, results_dir
+from rt_lib.seeding import derive
+from rt_lib.tasks.base import Batch, Task
+
+MIN_VOCAB = 257  # the 256 byte symbols of a byte-level BPE plus the end-of-text token
+
+
+class BPETokenizer:
+    """Byte-level BPE: ``encode(text) -> ids``, ``decode(ids) -> text``, exact round trip."""
+
+    def __init__(self, tokenizer) -> None:  # a tokenizers.Tokenizer
+        self._tok = tokenizer
+        eot = tokenizer.token_to_id(SEPARATOR)
+        if eot is None:
+            raise ValueError(f"the tokenizer has no {SEPARATOR!r} token")
+        self.eot_id: int = eot
+
+    @classmethod
+    def train(cls, texts: Sequence[str], vocab_size: int) -> BPETokenizer:
+        """Learn merges on ``texts`` until ``vocab_size`` tokens (bytes + end-of-text + merges)."""
+        from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+        if not isinstance(vocab_size, int) or vocab_size < MIN_VOCAB:
+            raise ValueError(f"vocab_size must be an integer >= {MIN_VOCAB} (256 bytes + "
+                             f"end-of-text), got {vocab_size!r}")
+        tok = Tokenizer(models.BPE())
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size, special_tokens=[SEPARATOR], show_progress=False,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+        tok.train_from_iterator(texts, trainer=trainer)
+        return cls(tok)
+
+    @classmethod
+    def load(cls, path: str | Path) -> BPETokenizer:
+        from tokenizers import Tokenizer
+
+        return cls(Tokenizer.from_file(str(path)))
+
+    def save(self, path: str | Path) -> Path:
+        return atomic_write_text(path, self._tok.to_str())
+
+    @property
+    def vocab_size(self) -> int:
+        return self._tok.get_vocab_size()
+
+    def encode(self, text: str) -> list[int]:
+        return self._tok.encode(text).ids
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self._tok.decode(list(ids), skip_special_tokens=False)
+
+    def encode_stories(self, stories: Sequence[str]) -> Tensor:
+        """One stream [n] of every story followed by the end-of-text token (as in the dataset's
+        text dumps), so a window may cross a story boundary and learn where stories end."""
+        ids: list[int] = []
+        for enc in self._tok.encode_batch(list(stories)):
+            ids.extend(enc.ids)
+            ids.append(self.eot_id)
+        return torch.tensor(ids, dtype=torch.long)
+
+
+def text_fingerprint(texts: Sequence[str]) -> str:
+    h = hashlib.sha256()
+    for text in texts:
+        h.update(text.encode("utf-8"))
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def cached_tokenizer(texts: Sequence[str], vocab_size: int,
+                     cache_dir: str | Path | None = None) -> BPETokenizer:
+    """The tokenizer for ``texts`` at ``vocab_size``: loaded from ``cache_dir`` (default
+    ``results/tokenizers``) when trained before on exactly these texts, else trained and saved."""
+    folder = Path(cache_dir) if cache_dir is not None else results_dir("tokenizers")
+    path = folder / f"bpe_v{vocab_size}_{text_fingerprint(texts)}.json"
+    if path.exists():
+        return BPETokenizer.load(path)
+    tok = BPETokenizer.train(texts, vocab_size)
+    folder.mkdir(parents=True, exist_ok=True)
+    tok.save(path)
+    return tok
+
+
+class LanguageModelling(Task):
+    """Next-token prediction on a token stream; ``valid`` = held-out stories' windows."""
+
+    last_only = False
+
+    def __init__(self, train_ids: Tensor, valid_ids: Tensor, d_vocab: int, n_ctx: int,
+                 n_valid_windows: int | None = None, name: str = "tinystories") -> None:
+        if not isinstance(n_ctx, int) or n_ctx < 2:
+            raise ValueError(f"n_ctx must be an integer >= 2, got {n_ctx!r}")
+        for split, ids in (("training", train_ids), ("validation", valid_ids)):
+            if len(ids) < n_ctx + 1:
+                raise ValueError(f"the {split} stream has {len(ids)} tokens, fewer than "
+                                 f"n_ctx + 1 = {n_ctx + 1}: use more stories or a shorter n_ctx")
+        if int(max(train_ids.max(), valid_ids.max())) >= d_vocab:
+            raise ValueError(f"token ids reach beyond d_vocab={d_vocab}")
+        self.name, self.d_vocab, self.d_vocab_out, self.n_ctx = name, d_vocab, d_vocab, n_ctx
+        self.train_ids, self.valid_ids = train_ids, valid_ids
+        # Fixed, non-overlapping windows of the held-out stream: every scored token is a
+        # validation token predicted from up to n_ctx - 1 tokens of its own window.
+        n_windows = (len(valid_ids) - 1) // n_ctx
+        if n_valid_windows is not None:
+            if n_valid_windows < 1:
+                raise ValueError(f"n_valid_windows must be positive, got {n_valid_windows}")
+            n_windows = min(n_windows, n_valid_windows)
+        starts = torch.arange(n_windows) * n_ctx
+        self._valid = self._windows(valid_ids, starts)
+
+    def _windows(self, ids: Tensor, starts: Tensor) -> Batch:
+        index = starts[:, None] + torch.arange(self.n_ctx + 1)  # [b, t+1]
+        chunk = ids[index]
+        return chunk[:, :-1], chunk[:, 1:]
+
+    def get_batch(self, step: int, batch_size: int | None, seed: int) -> Batch:
+        if batch_size is None:
+            raise ValueError("language modelling needs a batch_size (the stream has no full batch)")
+        gen = torch.Generator().manual_seed(derive(seed, f"step{step}"))
+        starts = torch.randint(0, len(self.train_ids) - self.n_ctx, (batch_size,), generator=gen)
+        return self._windows(self.train_ids, starts)
+
+    def eval_sets(self) -> dict[str, Batch]:
+        return {"valid": self._valid}
+
+    @property
+    def n_valid_tokens(self) -> int:
+        return self._valid[1].numel()
+
+
+@torch.no_grad()
+def generate(model: nn.Module, prompt: Sequence[int], max_new_tokens: int, seed: int,
+             temperature: float = 1.0, top_k: int | None = None,
+             stop_id: int | None = None) -> list[int]:
+    """Sample a continuation of ``prompt`` (ids) token by token; the context is cropped to the
+    model's last ``n_ctx`` tokens.  ``temperature=0`` is greedy decoding."""
+    if temperature < 0:
+        raise ValueError(f"temperature must be >= 0, got {temperature}")
+    if not prompt:
+        raise ValueError("the prompt is empty")
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    ids = list(prompt)
+    new: list[int] = []
+    for _ in range(max_new_tokens):
+        context = torch.tensor([ids[-model.cfg.n_ctx:]], device=device)
+        logits = model(context, last_only=True)[0].float().cpu()  # [v]
+        if temperature == 0:
+            nxt = int(logits.argmax())
+        else:
+            logits = logits / temperature
+            if top_k is not None:
+                kth = logits.topk(min(top_k, len(logits))).values[-1]
+                logits = logits.masked_fill(logits < kth, float("-inf"))
+            nxt = int(torch.multinomial(logits.softmax(-1), 1, generator=gen))
+        if nxt == stop_id:
+            break
+        ids.append(nxt)
+        new.append(nxt)
+    model.train(was_training)
+    return new

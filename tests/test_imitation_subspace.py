@@ -1,0 +1,88 @@
+"""Circuit imitation (notebook 10) and the subspace statistic's model sources (notebook 09)."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from rt_lib.experiments.common import run_task_grid
+from rt_lib.experiments.imitation import ImitationParams
+from rt_lib.experiments.modular_addition import ModularAdditionParams
+from rt_lib.experiments.subspace import SubspaceParams, find_checkpoint, load_or_train, subspace_rows
+from rt_lib.io import atomic_save_torch, results_dir
+from rt_lib.model import TransformerConfig, build_model
+from rt_lib.tasks.imitation import CircuitImitation, imitation_target, kl_divergence
+
+
+def test_kl_matches_torch():
+    gen = torch.Generator().manual_seed(0)
+    target = F.log_softmax(torch.randn(6, 9, generator=gen), -1)
+    logits = torch.randn(6, 9, generator=gen)
+    expected = F.kl_div(F.log_softmax(logits, -1), target, log_target=True, reduction="none").sum(-1)
+    assert torch.allclose(kl_divergence(target, logits), expected, atol=1e-6)
+    assert torch.allclose(kl_divergence(target, target), torch.zeros(6), atol=1e-6)
+
+
+def test_target_carries_the_authors_scalings():
+    target = imitation_target(32, d_vocab=20, n_ctx=6, n_layers=2, n_heads=2, seed=3)
+    plain = build_model(TransformerConfig(d_vocab=20, n_ctx=6, d_model=32, n_layers=2, n_heads=2), 3)
+    assert torch.allclose(target.blocks[1].attn.W_K, 10 * plain.blocks[1].attn.W_K)
+    assert torch.allclose(target.blocks[0].mlp.W_out, 20 * plain.blocks[0].mlp.W_out)
+    assert torch.allclose(target.W_U, plain.W_U * 100 / math.sqrt(32))
+    assert torch.equal(target.W_E, plain.W_E)
+    assert not any(p.requires_grad for p in target.parameters())
+
+
+def test_imitation_targets_depend_on_the_input_and_the_blind_baseline_is_best_constant():
+    task = CircuitImitation(imitation_target(16, d_vocab=12, n_ctx=5, seed=0), n_test=200)
+    tokens, logp = task.test
+    assert torch.allclose(logp.exp().sum(-1), torch.ones(200), atol=1e-5)
+    assert torch.allclose(task.target_logprobs(tokens[:3]), logp[:3])
+    assert (logp[0] - logp[1]).abs().max() > 0.1  # different inputs, different distributions
+    base = task.baseline_kl()
+    assert base > 0
+    for const in (torch.zeros(12), torch.randn(12, generator=torch.Generator().manual_seed(1))):
+        assert kl_divergence(logp, const.expand(200, 12)).mean() >= base  # no constant beats it
+    x, y = task.get_batch(0, 32, seed=0)
+    assert torch.allclose(task.target_logprobs(x), y)  # the stream's targets are the target's
+
+
+def test_imitation_parameters_are_checked():
+    with pytest.raises(ValueError, match="target_widths"):
+        ImitationParams(target_widths=[8, 0])
+    with pytest.raises(ValueError, match="not divisible by target_heads"):
+        ImitationParams(target_widths=[9])
+    with pytest.raises(ValueError, match="batch_size"):
+        ImitationParams(batch_size=None)
+
+
+def test_find_checkpoint_takes_the_widest_that_can_rebuild_its_task(results_tmp):
+    folder = results_dir("01_modular_addition") / "models"
+    for width, meta in ((64, {"params": 1}), (128, {"params": 1}), (256, {})):
+        atomic_save_torch({"state_dict": {}, **meta}, folder / f"random_transformer_d{width}_r0.pt")
+    atomic_save_torch({"params": 1}, folder / "random_transformer_d512_r1.pt")  # restart 1
+    assert find_checkpoint("01_modular_addition", "random transformer") is None  # widest lacks params
+    (folder / "random_transformer_d256_r0.pt").unlink()
+    assert find_checkpoint("01_modular_addition", "random transformer").name == "random_transformer_d128_r0.pt"
+    assert find_checkpoint("01_modular_addition", "trained transformer") is None
+
+
+def test_subspace_reads_a_saved_model_with_its_task(results_tmp):
+    params = ModularAdditionParams(p=11, models=("random transformer",), widths=(8,), steps=3,
+                                   n_heads=2, eval_every=3, threads=1)
+    task, grid = run_task_grid("01_modular_addition", params)
+    model, rebuilt, source = load_or_train("modular addition", "random transformer", SubspaceParams())
+    assert source == "01_modular_addition/models/random_transformer_d8_r0.pt"
+    trained = grid.models[("random transformer", 8, 0)]
+    assert torch.equal(model.W_E, trained.W_E) and torch.equal(rebuilt.test[0], task.test[0])
+    rows = subspace_rows(model, rebuilt, k=3, max_states=5, seed=0)
+    assert [r["layer"] for r in rows] == ["layer 1", "layer 2"]
+    assert all(r["n_states"] == 5 and r["d_model"] == 8 and r["pcs"] >= r["neurons"] for r in rows)
+
+
+def test_subspace_parameters_are_checked():
+    with pytest.raises(ValueError, match="tasks"):
+        SubspaceParams(tasks=["decimal addition"])
+    with pytest.raises(ValueError, match="models"):
+        SubspaceParams(models=["trained LSTM"])
