@@ -37,6 +37,10 @@ class TrainConfig:
     schedule: Literal["cosine", "constant"] = "cosine"  # after warm-up: cosine to 0, or flat
     grad_clip: float | None = 1.0  # global grad-norm clip (SPEC A); None disables
     eval_every: int = 100  # evaluation is sparse: it costs a pass over every eval set
+    eval_log_points: int | None = None  # if set: evaluate at ~this many log-spaced steps instead
+    # (grokking runs span decades of epochs: every decade gets the same number of points)
+    snapshot_steps: tuple[int, ...] = ()  # steps after which the model's weights are kept
+    snapshot_dir: str | None = None  # where: <snapshot_dir>/step_<n>.pt (analysis over training)
     eval_batch_size: int = 8192  # rows per evaluation chunk, to bound memory
     seed: int = 0  # the run's one seed: model init and batch order derive from it
     threads: int | None = None  # torch threads; None -> $RT_THREADS or 1 (see seeding.set_threads)
@@ -66,6 +70,10 @@ class TrainConfig:
             raise ValueError(f"schedule={self.schedule!r} is not one of ['cosine', 'constant']")
         if self.eval_every < 1:
             raise ValueError(f"eval_every must be >= 1, got {self.eval_every}")
+        if self.eval_log_points is not None and self.eval_log_points < 2:
+            raise ValueError(f"eval_log_points must be >= 2 or None, got {self.eval_log_points}")
+        if self.snapshot_steps and self.snapshot_dir is None:
+            raise ValueError("snapshot_steps needs a snapshot_dir")
         if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
             raise ValueError(f"device={self.device!r} is not 'auto', 'cpu' or 'cuda[:n]'")
 
@@ -80,6 +88,12 @@ class TrainResult:
 
     def final(self, column: str) -> float:
         return float(self.history[column].iloc[-1])
+
+
+def log_spaced_steps(steps: int, points: int) -> list[int]:
+    """About ``points`` distinct steps in 1..steps, evenly spaced in log(step), ending at steps."""
+    grid = torch.logspace(0, math.log10(steps), points, dtype=torch.float64)
+    return sorted({min(steps, max(1, round(float(v)))) for v in grid} | {steps})
 
 
 def resolve_device(device: str) -> torch.device:
@@ -178,6 +192,9 @@ def train(model: nn.Module, task: Task, cfg: TrainConfig,
             state["grad_hook"] = grad_hook.state_dict()
         atomic_save_torch(state, ckpt)
 
+    eval_at = (set(log_spaced_steps(cfg.steps, cfg.eval_log_points))
+               if cfg.eval_log_points is not None else None)
+    snapshots = set(cfg.snapshot_steps)
     step = start_step
     for step in bar:
         x, y = task.get_batch(step, cfg.batch_size, data_seed)
@@ -197,7 +214,11 @@ def train(model: nn.Module, task: Task, cfg: TrainConfig,
         scheduler.step()
 
         last = step == cfg.steps - 1
-        if (step + 1) % cfg.eval_every == 0 or last:
+        if step + 1 in snapshots:
+            atomic_save_torch({"step": step + 1, "state_dict": model.state_dict()},
+                              Path(cfg.snapshot_dir) / f"step_{step + 1}.pt")
+        due = (step + 1 in eval_at) if eval_at is not None else (step + 1) % cfg.eval_every == 0
+        if due or last:
             row = {"step": step + 1, "lr": lr_now, "train_loss": loss.item()}
             row.update(evaluate(model, task, cfg.eval_batch_size, device, cfg.bf16))
             row["time_s"] = time.perf_counter() - t0

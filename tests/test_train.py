@@ -144,3 +144,24 @@ def test_two_threads_are_still_bit_for_bit_repeatable():
         train(model, task, quick(steps=15, batch_size=None, threads=2, lr=3e-3, eval_every=15))
         weights.append(model.W_E.detach().clone())
     assert torch.equal(*weights)
+
+
+def test_log_spaced_steps_cover_every_decade():
+    from rt_lib.train import log_spaced_steps
+
+    assert log_spaced_steps(1000, 4) == [1, 10, 100, 1000]
+    assert log_spaced_steps(5, 20) == [1, 2, 3, 4, 5]  # never more steps than there are
+
+
+def test_log_spaced_evaluation_and_kept_snapshots(tmp_path):
+    model = tiny_model()
+    res = train(model, tiny_task(), quick(steps=20, eval_log_points=3, snapshot_steps=(2, 20),
+                                          snapshot_dir=str(tmp_path)))
+    assert res.history["step"].tolist() == [1, 4, 20]  # logspace(0, log10 20, 3) rounded
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["step_2.pt", "step_20.pt"]
+    last = torch.load(tmp_path / "step_20.pt")
+    assert last["step"] == 20 and torch.equal(last["state_dict"]["W_E"], model.W_E.detach())
+    early = torch.load(tmp_path / "step_2.pt")["state_dict"]["W_E"]
+    assert not torch.equal(early, model.W_E.detach())
+    with pytest.raises(ValueError, match="snapshot_dir"):
+        TrainConfig(snapshot_steps=(5,))

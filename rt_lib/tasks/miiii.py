@@ -1,0 +1,134 @@
+"""Prime remainders (Syrkis & Søgaard 2024, "miiii"; SPEC B): T_miiii and its baselines.
+
+Every n < p^2 is written as two base-p digits, n = x0 + x1 * p, and read as [x1, x0, "="] (the
+authors' code; vocabulary p + 1, "=" = p).  T_miiii has one output head per prime q < p
+predicting n mod q; together the heads decide whether n is prime.  Baselines on the same model:
+
+* ``nanda``: (a + b) mod p from [a, b, "="], one head (Nanda et al. 2023).
+* ``basis``: T_miiii with the label rows shuffled across samples (nothing to learn).
+* ``masked``: T_miiii without the losses of q in {2, 3, 5, 7}.
+
+The loss divides each head's cross-entropy by ln(q), the loss of a uniform guess, so every head
+starts near 1; heads are combined by a sum (the paper's text) or a mean (the authors' code).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from rt_lib.seeding import derive
+from rt_lib.tasks.base import Batch, FiniteTask
+from rt_lib.tasks.primes import is_prime, primes_below
+
+MiiiiVariant = Literal["miiii", "nanda", "basis", "masked"]
+VARIANTS = ("miiii", "nanda", "basis", "masked")
+MASKED_PRIMES = (2, 3, 5, 7)  # T_masked: the primes whose losses are dropped (SPEC B)
+Split = Literal["paper", "code"]
+
+
+@dataclass
+class MultiPrimeTask(FiniteTask):
+    """A finite task with one head per modulus: targets [b, n_tasks]; logits [b, n_tasks, q_max]."""
+
+    qs: tuple[int, ...] = ()  # the modulus of each head
+    loss_weights: Tensor | None = None  # [n_tasks]: 1/ln(q), 0 for heads without a loss
+    combine: Literal["sum", "mean"] = "sum"  # over heads: the paper's sum or the code's mean
+    valid: Batch | None = None  # the split used for validation curves
+    extra_sets: dict[str, Batch] = field(default_factory=dict)
+
+    def per_head_loss(self, logits: Tensor, targets: Tensor) -> Tensor:
+        """[b, n_tasks] cross-entropy / ln(q) (0 for heads without a loss)."""
+        ce = F.cross_entropy(logits.permute(0, 2, 1), targets, reduction="none")  # [b, n_tasks]
+        return ce * self.loss_weights.to(ce.device)
+
+    def _combine(self, per_head: Tensor) -> Tensor:
+        if self.combine == "sum":
+            return per_head.sum(-1)
+        return per_head.sum(-1) / int((self.loss_weights > 0).sum())
+
+    def loss(self, logits: Tensor, targets: Tensor) -> Tensor:
+        return self._combine(self.per_head_loss(logits, targets)).mean()
+
+    def scores(self, logits: Tensor, targets: Tensor) -> dict[str, Tensor]:
+        per_head = self.per_head_loss(logits, targets)
+        correct = (logits.argmax(-1) == targets).float()  # [b, n_tasks]
+        out = {"loss": self._combine(per_head), "acc": correct.mean(-1)}
+        for i, q in enumerate(self.qs):
+            out[f"acc_q{q}"] = correct[:, i]
+        return out
+
+    def eval_sets(self) -> dict[str, Batch]:
+        sets = {"train": self.train}
+        if self.valid is not None:
+            sets["valid"] = self.valid
+        return sets | self.extra_sets
+
+
+def miiii_inputs(p: int) -> tuple[Tensor, Tensor]:
+    """Every n < p^2 as tokens [x1, x0, "="] [p^2, 3], and n [p^2]."""
+    n = torch.arange(p * p)
+    x0, x1 = n % p, n // p
+    tokens = torch.stack([x1, x0, torch.full_like(n, p)], dim=1)
+    return tokens, n
+
+
+def miiii_task(p: int, variant: MiiiiVariant = "miiii", split: Split = "code",
+               train_fraction: float | None = None, n_valid: int = 1000, split_seed: int = 0,
+               combine: Literal["sum", "mean"] = "sum", shuffle_seed: int = 0) -> MultiPrimeTask:
+    """T_miiii (or a baseline) at prime ``p``.
+
+    ``split="code"``: the authors' code, ``train_fraction`` (default 0.5) train, the rest
+    validation, no test.  ``split="paper"``: the paper's text, ``train_fraction`` (default 0.3)
+    train, ``n_valid`` validation, the rest test.  Every sample is shuffled once with
+    ``split_seed``."""
+    if not isinstance(p, int) or not is_prime(p):
+        raise ValueError(f"p must be a prime, got {p!r}")
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown task {variant!r}; one of {list(VARIANTS)}")
+    if split not in ("paper", "code"):
+        raise ValueError(f"split must be 'paper' or 'code', got {split!r}")
+    if combine not in ("sum", "mean"):
+        raise ValueError(f"combine must be 'sum' or 'mean', got {combine!r}")
+    tokens, n = miiii_inputs(p)
+    if variant == "nanda":
+        qs = (p,)
+        labels = ((tokens[:, 0] + tokens[:, 1]) % p)[:, None]  # (a + b) mod p
+    else:
+        qs = tuple(primes_below(p))
+        if not qs:
+            raise ValueError(f"p={p} has no prime below it")
+        labels = n[:, None] % torch.tensor(qs)  # [p^2, n_tasks]
+        if variant == "basis":
+            gen = torch.Generator().manual_seed(derive(shuffle_seed, "basis"))
+            labels = labels[torch.randperm(len(labels), generator=gen)]
+    weights = torch.tensor([1.0 / math.log(q) for q in qs])
+    if variant == "masked":
+        weights = weights * torch.tensor([q not in MASKED_PRIMES for q in qs], dtype=torch.float32)
+        if not (weights > 0).any():
+            raise ValueError(f"p={p}: every prime below it is masked")
+    total = p * p
+    frac = train_fraction if train_fraction is not None else (0.5 if split == "code" else 0.3)
+    if not 0.0 < frac < 1.0:
+        raise ValueError(f"train_fraction must be in (0, 1), got {frac}")
+    order = torch.randperm(total, generator=torch.Generator().manual_seed(split_seed))
+    n_train = round(frac * total)
+    if split == "code":
+        n_val = total - n_train
+    else:
+        if not isinstance(n_valid, int) or n_valid < 1:
+            raise ValueError(f"n_valid must be a positive integer, got {n_valid!r}")
+        n_val = n_valid
+    if n_train < 1 or n_train + n_val > total or (split == "code" and n_val < 1):
+        raise ValueError(f"p={p}: {total} samples cannot give {n_train} train + {n_val} validation")
+    tr, va, te = order[:n_train], order[n_train : n_train + n_val], order[n_train + n_val :]
+    extra = {"test": (tokens[te], labels[te])} if split == "paper" and len(te) else {}
+    return MultiPrimeTask(
+        name=f"{variant}_p{p}", d_vocab=p + 1, d_vocab_out=max(qs), n_ctx=3,
+        train=(tokens[tr], labels[tr]), test=(tokens[va], labels[va]), qs=qs,
+        loss_weights=weights, combine=combine, valid=(tokens[va], labels[va]), extra_sets=extra)

@@ -1,0 +1,126 @@
+"""miiii (Syrkis & Søgaard): prime-remainder labels, splits, the ln(q)-weighted loss, grokfast."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from rt_lib.grokfast import Grokfast
+from rt_lib.model import build_model, miiii_config
+from rt_lib.tasks.miiii import miiii_task
+
+
+def test_labels_are_pythons_remainders():
+    task = miiii_task(11, split="code")
+    assert task.qs == (2, 3, 5, 7)
+    for tokens, labels in (task.train, task.valid):
+        for (x1, x0, eq), row in zip(tokens.tolist(), labels.tolist()):
+            n = x0 + x1 * 11
+            assert eq == 11 and row == [n % q for q in task.qs]
+
+
+def test_nanda_and_basis_variants():
+    nanda = miiii_task(7, "nanda")
+    (x, y) = nanda.train
+    assert nanda.qs == (7,) and y[:, 0].tolist() == [(a + b) % 7 for a, b, _ in x.tolist()]
+    plain, basis = miiii_task(13, split="code"), miiii_task(13, "basis", split="code")
+    both = lambda t: torch.cat([t.train[1], t.valid[1]])  # noqa: E731
+    # The same label rows, shuffled across samples: the multiset of rows is unchanged.
+    assert sorted(map(tuple, both(basis).tolist())) == sorted(map(tuple, both(plain).tolist()))
+    assert not torch.equal(both(basis), both(plain))
+
+
+def test_splits_of_the_paper_and_the_code():
+    code = miiii_task(37, split="code")
+    assert len(code.train[0]) == round(0.5 * 37**2) and "test" not in code.eval_sets()
+    paper = miiii_task(37, split="paper", n_valid=300)
+    sets = paper.eval_sets()
+    assert len(sets["train"][0]) == round(0.3 * 37**2) and len(sets["valid"][0]) == 300
+    assert len(sets["test"][0]) == 37**2 - round(0.3 * 37**2) - 300
+    seen = torch.cat([s[0] for s in sets.values()])
+    assert len({tuple(r) for r in seen.tolist()}) == 37**2  # disjoint and complete
+
+
+def test_loss_is_ln_q_weighted_sum_or_mean():
+    task = miiii_task(11, split="code")
+    gen = torch.Generator().manual_seed(0)
+    logits = torch.randn(5, 4, 7, generator=gen)
+    targets = task.train[1][:5]
+    ce = [F.cross_entropy(logits[:, i, :q], targets[:, i]) for i, q in enumerate(task.qs)]
+    weighted = [c / math.log(q) for c, q in zip(ce, task.qs)]
+    masked_logits = logits.clone()
+    for i, q in enumerate(task.qs):
+        masked_logits[:, i, q:] = float("-inf")  # what the model's unembedding does
+    assert float(task.loss(masked_logits, targets)) == pytest.approx(float(sum(weighted)), rel=1e-5)
+    mean_task = miiii_task(11, split="code", combine="mean")
+    assert float(mean_task.loss(masked_logits, targets)) == pytest.approx(float(sum(weighted)) / 4, rel=1e-5)
+
+
+def test_uniform_guess_scores_one_per_head():
+    task = miiii_task(13, split="code", combine="mean")
+    logits = torch.zeros(4, len(task.qs), max(task.qs))
+    for i, q in enumerate(task.qs):
+        logits[:, i, q:] = float("-inf")
+    assert float(task.loss(logits, task.train[1][:4])) == pytest.approx(1.0, rel=1e-6)
+
+
+def test_masked_heads_carry_no_loss():
+    task = miiii_task(17, "masked", split="code")
+    assert task.qs == (2, 3, 5, 7, 11, 13)
+    logits = torch.zeros(3, 6, 13)
+    for i, q in enumerate(task.qs):
+        logits[:, i, q:] = float("-inf")
+    targets = task.train[1][:3]
+    base = task.loss(logits, targets)
+    logits[:, :4, 0] = 50.0  # change only the masked heads' outputs
+    assert torch.equal(task.loss(logits, targets), base)
+    assert float(base) == pytest.approx(2.0, rel=1e-6)  # two unmasked heads, 1 each (sum)
+
+
+def test_model_masks_logits_beyond_q():
+    cfg = miiii_config(11, d_model=16, n_heads=2, dropout=0.0)
+    model = build_model(cfg, 0)
+    logits = model(miiii_task(11).train[0][:4], last_only=True)  # [4, 4, 7]
+    assert logits.shape == (4, 4, 7)
+    for i, q in enumerate((2, 3, 5, 7)):
+        assert torch.isinf(logits[:, i, q:]).all() and torch.isfinite(logits[:, i, :q]).all()
+
+
+def test_bad_parameters():
+    with pytest.raises(ValueError, match="must be a prime"):
+        miiii_task(12)
+    with pytest.raises(ValueError, match="unknown task"):
+        miiii_task(11, "primality")
+    with pytest.raises(ValueError, match="split"):
+        miiii_task(11, split="random")
+    with pytest.raises(ValueError, match="every prime below it is masked"):
+        miiii_task(11, "masked")
+    with pytest.raises(ValueError, match="not divisible by n_heads"):
+        miiii_config(11, d_model=30, n_heads=4)
+
+
+@pytest.mark.parametrize("init, expected", [("grad", [3.0, 7.0]), ("zero", [2.0, 6.5])])
+def test_grokfast_two_steps_by_hand(init, expected):
+    # alpha 0.5, lambda 2, gradients 1 then 3.  From the first gradient: e = 1, g' = 1 + 2 = 3;
+    # e = 0.5 + 1.5 = 2, g' = 3 + 4 = 7.  From zero: e = 0.5, g' = 2; e = 1.75, g' = 6.5.
+    param = torch.nn.Parameter(torch.zeros(1))
+    model = torch.nn.Module()
+    model.w = param
+    hook = Grokfast(alpha=0.5, lamb=2.0, init=init)
+    out = []
+    for step, g in enumerate([1.0, 3.0]):
+        param.grad = torch.tensor([g])
+        hook(model, step)
+        out.append(float(param.grad))
+    assert out == pytest.approx(expected)
+    resumed = Grokfast(alpha=0.5, lamb=2.0, init=init)
+    resumed.load_state_dict(hook.state_dict())
+    assert torch.equal(resumed.ema["w"], hook.ema["w"])
+
+
+def test_grokfast_rejects_bad_settings():
+    with pytest.raises(ValueError, match="alpha"):
+        Grokfast(alpha=1.0)
+    with pytest.raises(ValueError, match="lamb"):
+        Grokfast(lamb=-1)
