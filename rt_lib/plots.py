@@ -262,3 +262,44 @@ def plot_imitation(ax: Axes, table: pd.DataFrame, ratio: bool = False) -> Axes:
     ax.set_xlabel("target transformer width")
     ax.legend(fontsize=8)
     return ax
+
+
+def plot_per_task_curves(ax: Axes, history: pd.DataFrame, qs: tuple[int, ...],
+                         split: str = "valid", metric: str = "acc", title: str | None = None,
+                         masked: tuple[int, ...] = ()) -> Axes:
+    """miiii: one curve per prime head q (colour runs from small to large q) against epoch on a
+    log axis; dashed grey = the train accuracy over all heads, to show the grokking gap.
+    ``masked`` heads (no loss) are drawn dotted."""
+    cmap = plt.get_cmap("viridis")
+    for i, q in enumerate(qs):
+        col = f"{split}_{metric}_q{q}"
+        ax.plot(history["step"], history[col], color=cmap(i / max(len(qs) - 1, 1)), lw=1.3,
+                ls=":" if q in masked else "-", label=f"q = {q}" if i < 6 or i == len(qs) - 1 else None)
+    if split != "train" and f"train_{metric}" in history:
+        ax.plot(history["step"], history[f"train_{metric}"], color="0.4", ls="--", lw=1.2,
+                label="train (all heads)")
+    ax.set_xscale("log")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel(f"{split} {metric} per head")
+    ax.set_ylim(-0.02, 1.05)
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, ncol=2, loc="upper left")
+    return ax
+
+
+def plot_generalisation_epochs(ax: Axes, tables: Mapping[str, pd.DataFrame],
+                               epochs: int) -> Axes:
+    """The epoch at which each head q generalised, one marker row per run; heads that never did
+    sit at the right edge as crosses."""
+    markers = "osD^v<>"
+    for j, (label, table) in enumerate(tables.items()):
+        done = table[table["valid epoch"].notna()]
+        never = table[table["valid epoch"].isna()]
+        ax.scatter(done["valid epoch"], done["q"], marker=markers[j % len(markers)], s=28, label=label)
+        ax.scatter([epochs] * len(never), never["q"], marker="x", color="0.5", s=20)
+    ax.set_xscale("log")
+    ax.set_xlabel("epoch at which validation accuracy stays above threshold (x: never)")
+    ax.set_ylabel("prime q")
+    ax.legend(fontsize=8)
+    return ax

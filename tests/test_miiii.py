@@ -124,3 +124,34 @@ def test_grokfast_rejects_bad_settings():
         Grokfast(alpha=1.0)
     with pytest.raises(ValueError, match="lamb"):
         Grokfast(lamb=-1)
+
+
+def test_a_miiii_run_is_resumed_not_retrained(results_tmp):
+    from rt_lib.experiments.miiii import MiiiiParams, generalisation_table, run, runs_to_do
+
+    params = MiiiiParams(p=7, variants=("miiii",), d_model=16, n_heads=2, epochs=30,
+                         eval_points=5, n_snapshots=3, train_fraction=0.6)
+    assert runs_to_do(params) == [("miiii", 2.0), ("miiii", 0.0)]  # plus the lambda = 0 run
+    first = run(params)
+    folder = first[0].folder
+    assert sorted(p.name for p in (folder / "snapshots").iterdir()) == ["step_1.pt", "step_30.pt", "step_5.pt"]
+    again = run(params)  # same settings: resumed from last.pt at epoch 30, nothing retrained
+    assert again[0].result.steps_done == 30
+    assert again[0].result.history.equals(first[0].result.history)
+    assert torch.equal(again[0].result.model.W_E, first[0].result.model.W_E)
+    table = generalisation_table(first[0], threshold=0.99)
+    assert table["q"].tolist() == [2, 3, 5]
+    assert set(table.columns) >= {"train epoch", "valid epoch", "final valid acc"}
+
+
+def test_miiii_parameters_are_checked():
+    from rt_lib.experiments.miiii import MiiiiParams
+
+    with pytest.raises(ValueError, match="must be a prime"):
+        MiiiiParams(p=15)
+    with pytest.raises(ValueError, match="variants"):
+        MiiiiParams(variants=("primality",))
+    with pytest.raises(ValueError, match="not divisible by n_heads"):
+        MiiiiParams(d_model=30)
+    with pytest.raises(ValueError, match="init"):
+        MiiiiParams(grokfast_init="ones")
