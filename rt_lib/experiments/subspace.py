@@ -30,7 +30,7 @@ from rt_lib.experiments.modular_addition import ModularAdditionParams
 from rt_lib.experiments.needle import NeedleParams
 from rt_lib.experiments.tinystories import TinyStoriesParams
 from rt_lib.io import results_dir, results_root
-from rt_lib.seeding import derive
+from rt_lib.seeding import derive, set_threads
 from rt_lib.tasks.base import IGNORE, Task
 
 NAME = "09_subspace"
@@ -135,7 +135,7 @@ def subspace_rows(model: nn.Module, task: Task, k: int, max_states: int,
 
 def subspace_table(params: SubspaceParams) -> pd.DataFrame:
     """Every (task, model kind, layer): top-k PC and top-k neuron shares of the variance."""
-    torch.set_num_threads(params.threads or 1)
+    set_threads(params.threads)
     rows = []
     for task_name in params.tasks:
         for kind in params.models:
