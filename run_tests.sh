@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 ./scripts/setup.sh
+./scripts/setup_browser.sh  # Debian's chromium for the JupyterLab widget test, where it can
 source scripts/data_env.sh  # RT_TINYSTORIES: the TinyStories text (notebook 08)
 export TQDM_DISABLE=1  # progress bars would land in the compared stderr outputs
 # nbval writes through the notebooks' own code: keep its results apart from ./results.

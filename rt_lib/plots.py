@@ -275,13 +275,17 @@ def plot_per_task_curves(ax: Axes, history: pd.DataFrame, qs: tuple[int, ...],
         col = f"{split}_{metric}_q{q}"
         ax.plot(history["step"], history[col], color=cmap(i / max(len(qs) - 1, 1)), lw=1.3,
                 ls=":" if q in masked else "-", label=f"q = {q}" if i < 6 or i == len(qs) - 1 else None)
-    if split != "train" and f"train_{metric}" in history:
-        ax.plot(history["step"], history[f"train_{metric}"], color="0.4", ls="--", lw=1.2,
+    if split != "train" and metric == "acc":
+        ax.plot(history["step"], history["train_acc"], color="0.4", ls="--", lw=1.2,
                 label="train (all heads)")
     ax.set_xscale("log")
     ax.set_xlabel("epoch")
     ax.set_ylabel(f"{split} {metric} per head")
-    ax.set_ylim(-0.02, 1.05)
+    if metric == "acc":
+        ax.set_ylim(-0.02, 1.05)
+    else:  # cross-entropy / ln q: 1 = a uniform guess; log scale shows both fit and overfit
+        ax.set_yscale("log")
+        ax.axhline(1.0, color="0.6", lw=0.8, ls=":")
     if title:
         ax.set_title(title, fontsize=10)
     ax.legend(fontsize=7, ncol=2, loc="upper left")
@@ -302,4 +306,182 @@ def plot_generalisation_epochs(ax: Axes, tables: Mapping[str, pd.DataFrame],
     ax.set_xlabel("epoch at which validation accuracy stays above threshold (x: never)")
     ax.set_ylabel("prime q")
     ax.legend(fontsize=8)
+    return ax
+
+
+def plot_positional_embeddings(ax: Axes, w_pos: np.ndarray, title: str | None = None) -> Axes:
+    """miiii Figure 7: each model dimension as a point (W_pos[0, i], W_pos[1, i]); a diagonal
+    line means both digit positions are embedded alike (r near 1: a commutative task)."""
+    from rt_lib.fourier import pearson
+
+    a, b = np.asarray(w_pos[0]), np.asarray(w_pos[1])
+    ax.scatter(a, b, s=9, alpha=0.7)
+    lim = float(max(np.abs(a).max(), np.abs(b).max())) * 1.1
+    ax.plot([-lim, lim], [-lim, lim], color="0.7", lw=0.8, ls="--")
+    ax.set_xlim(-lim, lim)
+    ax.set_ylim(-lim, lim)
+    ax.set_aspect("equal")
+    ax.set_xlabel("W_pos[0] (first digit)")
+    ax.set_ylabel("W_pos[1] (second digit)")
+    ax.set_title(f"{title + ': ' if title else ''}r = {pearson(a, b):+.2f}", fontsize=10)
+    return ax
+
+
+def plot_singular_values(ax: Axes, values: Mapping[str, np.ndarray], squared: bool = False,
+                         fractions: tuple[float, ...] = (0.5, 0.9)) -> Axes:
+    """miiii Figure 8: singular values of W_E (normalised to their largest) per task, with ticks
+    where the cumulative sum of s (``squared=False``, the code) or s² (the variance, the text)
+    reaches each fraction."""
+    from rt_lib.fourier import cumulative_marks
+
+    for i, (label, s) in enumerate(values.items()):
+        s = np.sort(np.asarray(s))[::-1]
+        color = f"C{i}"
+        ax.plot(np.arange(1, len(s) + 1), s / s[0], color=color, lw=1.5, label=label)
+        for f, n in zip(fractions, cumulative_marks(s, fractions, squared)):
+            ax.axvline(n, color=color, ls=":" if f < max(fractions) else "--", lw=1)
+            ax.text(n, 1.02 - 0.07 * i, f"{f:.0%}", color=color, fontsize=7, ha="center",
+                    transform=ax.get_xaxis_transform())
+    ax.set_xlabel("singular value index")
+    ax.set_ylabel("s / s₁")
+    ax.set_title(f"marks: share of {'Σ s² (variance)' if squared else 'Σ s'}", fontsize=10)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def plot_singular_vectors(ax: Axes, embedding: np.ndarray, n: int = 4, title: str | None = None) -> Axes:
+    """miiii Figure 9: the top left singular vectors of W_E [p, d] over the digit tokens (periodic
+    curves when the embedding is a Fourier lookup table)."""
+    u, s, _ = np.linalg.svd(np.asarray(embedding) - np.asarray(embedding).mean(0), full_matrices=False)
+    for i in range(min(n, u.shape[1])):
+        ax.plot(u[:, i] + 0.0, lw=1.2, label=f"u{i + 1} (s = {s[i]:.1f})")
+    ax.set_xlabel("digit token")
+    ax.set_ylabel("singular vector entry")
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, ncol=2)
+    return ax
+
+
+def plot_fourier_power(ax: Axes, power: np.ndarray, title: str | None = None) -> Axes:
+    """miiii Figures 11-13: share of the token embedding's power at each frequency w = 1..p//2."""
+    w = np.arange(1, len(power) + 1)
+    ax.bar(w, power, color="C0", width=0.8)
+    ax.set_xlabel("frequency w (cycles over the p digits)")
+    ax.set_ylabel("share of power")
+    ax.set_xticks(w[:: max(1, len(w) // 12)])
+    if title:
+        ax.set_title(title, fontsize=10)
+    return ax
+
+
+def plot_neuron_grid(ax: Axes, grid: np.ndarray, title: str | None = None,
+                     labels: tuple[str, str] = ("x1 (first token)", "x0 (second token)")) -> Axes:
+    """miiii Figure 14 (left): one neuron's activation over the p x p input grid."""
+    im = ax.imshow(grid, cmap="viridis", origin="lower", interpolation="nearest")
+    ax.grid(False)
+    ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    ax.set_xlabel(labels[1])
+    ax.set_ylabel(labels[0])
+    if title:
+        ax.set_title(title, fontsize=10)
+    return ax
+
+
+def plot_neuron_spectrum(ax: Axes, power: np.ndarray, title: str | None = None) -> Axes:
+    """miiii Figure 14 (right): the power of a neuron's 2-D FFT, zero frequency at the centre."""
+    p = power.shape[0]
+    shifted = np.fft.fftshift(power)
+    lo = -(p // 2)
+    ax.imshow(shifted, cmap="magma", origin="lower", interpolation="nearest",
+              extent=(lo - 0.5, lo + p - 0.5, lo - 0.5, lo + p - 0.5))
+    ax.grid(False)
+    ax.set_xlabel("frequency along x0")
+    ax.set_ylabel("frequency along x1")
+    if title:
+        ax.set_title(title, fontsize=10)
+    return ax
+
+
+def plot_active_frequencies(ax: Axes, table: pd.DataFrame) -> Axes:
+    """miiii Figure 15: number of active frequency pairs of the MLP against epoch (log x), one
+    line per threshold column ``active (k = ...)``; on a twin axis (dashed) the share of the
+    periodic power that combines both digits (``interaction share``), if present."""
+    for col in [c for c in table.columns if c.startswith("active")]:
+        ax.plot(table["epoch"], table[col], marker="o", ms=3, label=col)
+    ax.set_xscale("log")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("active frequency pairs")
+    ax.set_ylim(0, None)
+    handles, labels = ax.get_legend_handles_labels()
+    if "interaction share" in table:
+        twin = ax.twinx()
+        line, = twin.plot(table["epoch"], table["interaction share"], color="C3", ls="--",
+                          marker="s", ms=3, label="interaction share (right)")
+        twin.set_ylim(0, 1)
+        twin.set_ylabel("power at (w1 ≠ 0, w0 ≠ 0)")
+        handles, labels = handles + [line], labels + [line.get_label()]
+    ax.legend(handles, labels, fontsize=8, loc="upper left")
+    return ax
+
+
+def plot_residue_profile(ax: Axes, values: np.ndarray, q: int, title: str | None = None) -> Axes:
+    """Mean activation of a neuron per residue class n mod q (bars), across the input grid."""
+    ax.bar(np.arange(q), values, color="C2", width=0.8)
+    ax.set_xticks(np.arange(0, q, max(1, q // 10)))
+    ax.set_xlim(-0.6, q - 0.4)
+    ax.set_xlabel(f"n mod {q}")
+    ax.set_ylabel("mean activation")
+    if title:
+        ax.set_title(title, fontsize=10)
+    return ax
+
+
+def plot_per_head_accuracy(ax: Axes, table: pd.DataFrame, columns: tuple[str, ...],
+                           title: str | None = None) -> Axes:
+    """Grouped bars: validation accuracy per prime head q (rows of ``table``, column "q") for
+    each of ``columns`` (e.g. random vs trained transformer), with the chance level 1/q."""
+    qs = table["q"].to_numpy()
+    x = np.arange(len(qs))
+    width = 0.8 / len(columns)
+    for i, col in enumerate(columns):
+        ax.bar(x + (i - (len(columns) - 1) / 2) * width, table[col], width, label=col)
+    ax.plot(x, 1 / qs, color="0.3", marker="_", ls="none", ms=14, label="chance 1/q")
+    ax.set_xticks(x)
+    ax.set_xticklabels([str(q) for q in qs])
+    ax.set_xlabel("prime q")
+    ax.set_ylabel("validation accuracy")
+    ax.set_ylim(0, 1.05)
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def plot_search_history(ax: Axes, table: pd.DataFrame, maximize: bool = True,
+                        label: str = "objective") -> Axes:
+    """Optuna study: each finished trial's objective in trial order, and the best so far."""
+    t = table.sort_values("trial")
+    best = t["value"].cummax() if maximize else t["value"].cummin()
+    ax.scatter(t["trial"], t["value"], s=22, color="C0", label="trial")
+    ax.step(t["trial"], best, where="post", color="C3", label="best so far")
+    ax.set_xlabel("trial")
+    ax.set_ylabel(label)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def plot_param_effect(ax: Axes, table: pd.DataFrame, name: str, label: str = "objective") -> Axes:
+    """Optuna study: the objective of every trial against one hyperparameter's values (points),
+    with the mean per value (bars)."""
+    values = sorted(table[name].unique())
+    x = {v: i for i, v in enumerate(values)}
+    means = table.groupby(name)["value"].mean()
+    ax.bar(range(len(values)), [means[v] for v in values], color="C0", alpha=0.35, width=0.6)
+    jitter = np.linspace(-0.15, 0.15, max(len(table), 2))[: len(table)]
+    ax.scatter([x[v] + j for v, j in zip(table[name], jitter)], table["value"], s=14, color="C0")
+    ax.set_xticks(range(len(values)))
+    ax.set_xticklabels([f"{v:g}" if isinstance(v, float) else str(v) for v in values])
+    ax.set_xlabel(name)
+    ax.set_ylabel(label)
     return ax

@@ -155,9 +155,35 @@ def evaluate(model: nn.Module, task: Task, batch_size: int = 8192,
 def train(model: nn.Module, task: Task, cfg: TrainConfig,
           grad_hook: Callable[[nn.Module, int], None] | None = None,
           desc: str | None = None) -> TrainResult:
-    """Train ``model`` on ``task``; ``grad_hook(model, step)`` may edit grads before clipping."""
-    set_threads(cfg.threads)
+    """Train ``model`` on ``task``; ``grad_hook(model, step)`` may edit grads before clipping.
+
+    Dropout draws from torch's global generator: it is seeded from ``cfg.seed`` for this run
+    (and restored from the checkpoint on resume), inside a fork, so a run's result depends on
+    its settings alone, not on what ran before it, and the caller's generator is untouched."""
     device = resolve_device(cfg.device)
+    devices = [device.index or 0] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(derive(cfg.seed, "dropout") % 2**63)
+        return _train(model, task, cfg, grad_hook, desc, device)
+
+
+def _rng_state(device: torch.device) -> dict:
+    state = {"cpu": torch.get_rng_state()}
+    if device.type == "cuda":
+        state["cuda"] = torch.cuda.get_rng_state(device)
+    return state
+
+
+def _set_rng_state(state: dict, device: torch.device) -> None:
+    torch.set_rng_state(state["cpu"].cpu())
+    if device.type == "cuda" and "cuda" in state:
+        torch.cuda.set_rng_state(state["cuda"].cpu(), device)
+
+
+def _train(model: nn.Module, task: Task, cfg: TrainConfig,
+           grad_hook: Callable[[nn.Module, int], None] | None, desc: str | None,
+           device: torch.device) -> TrainResult:
+    set_threads(cfg.threads)
     if cfg.deterministic and device.type == "cuda":
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # cuBLAS needs it to be
     torch.use_deterministic_algorithms(cfg.deterministic, warn_only=True)
@@ -175,6 +201,8 @@ def train(model: nn.Module, task: Task, cfg: TrainConfig,
         start_step, rows, elapsed_before = state["step"], state["history"], state["time_s"]
         if grad_hook is not None and hasattr(grad_hook, "load_state_dict"):
             grad_hook.load_state_dict(state.get("grad_hook", {}))
+        if "rng" in state:  # dropout continues where the interrupted run left off
+            _set_rng_state(state["rng"], device)
 
     data_seed = derive(cfg.seed, "batches")
     disable = not cfg.progress or os.environ.get("TQDM_DISABLE", "") not in ("", "0")
@@ -187,7 +215,8 @@ def train(model: nn.Module, task: Task, cfg: TrainConfig,
             return
         state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                  "scheduler": scheduler.state_dict(), "step": step, "history": rows,
-                 "time_s": time.perf_counter() - t0, "config": asdict(cfg)}
+                 "time_s": time.perf_counter() - t0, "config": asdict(cfg),
+                 "rng": _rng_state(device)}
         if grad_hook is not None and hasattr(grad_hook, "state_dict"):
             state["grad_hook"] = grad_hook.state_dict()
         atomic_save_torch(state, ckpt)

@@ -67,8 +67,9 @@ def test_paper_profile_injects_its_config(tmp_path):
 
 
 def test_every_paper_config_names_only_known_parameters_and_validates():
-    from rt_lib.experiments import (ablations, decimal_addition, imitation, memorisation, needle,
-                                    parentheses, subspace, table1, tinystories)
+    from rt_lib.experiments import (ablations, decimal_addition, imitation, memorisation, miiii,
+                                    miiii_analysis, miiii_search, needle, parentheses,
+                                    random_miiii, subspace, table1, tinystories)
 
     classes = {
         "01_modular_addition": ModularAdditionParams, needle.NAME: needle.NeedleParams,
@@ -77,7 +78,10 @@ def test_every_paper_config_names_only_known_parameters_and_validates():
         memorisation.NAME: memorisation.MemorisationParams,
         ablations.NAME: ablations.AblationParams, table1.NAME: table1.Table1Params,
         tinystories.NAME: tinystories.TinyStoriesParams, subspace.NAME: subspace.SubspaceParams,
-        imitation.NAME: imitation.ImitationParams,
+        imitation.NAME: imitation.ImitationParams, miiii.NAME: miiii.MiiiiParams,
+        miiii_analysis.NAME_EMBEDDINGS: miiii_analysis.EmbeddingParams,
+        miiii_analysis.NAME_NEURONS: miiii_analysis.NeuronParams,
+        miiii_search.NAME: miiii_search.SearchParams, random_miiii.NAME: random_miiii.RandomMiiiiParams,
     }
     jobs = runner.plan("paper", None, {})
     assert {job.name for job in jobs} == set(classes)  # every notebook has a paper config
@@ -85,6 +89,12 @@ def test_every_paper_config_names_only_known_parameters_and_validates():
         params = classes[job.name](**job.parameters)  # raises on a bad value
         if hasattr(params, "trained_steps"):  # no CPU-profile caps at paper scale
             assert params.trained_steps is None and params.lstm_steps is None, job.name
+    # notebooks 12, 13 and 15 must ask for exactly notebook 11's paper runs (else they retrain)
+    main = miiii.MiiiiParams(**next(j for j in jobs if j.name == miiii.NAME).parameters)
+    for job in jobs:
+        if "train_params" in job.parameters:
+            again = miiii_analysis.training_params(job.parameters["train_params"], ("miiii",))
+            assert again.run_key("miiii", 0.5) == main.run_key("miiii", 0.5), job.name
 
 
 def test_a_failing_notebook_is_kept_beside_the_results(tmp_path, monkeypatch):

@@ -23,6 +23,28 @@ def quick(**kw):
     return TrainConfig(**base)
 
 
+def test_dropout_is_seeded_per_run_and_resumes_exactly(tmp_path):
+    def dropout_model(seed=0):
+        return build_model(TransformerConfig(d_vocab=7, n_ctx=2, d_model=16, n_heads=4,
+                                             dropout=0.3), seed)
+
+    ref = train(dropout_model(), tiny_task(), quick(steps=8, eval_every=2, seed=4))
+    torch.rand(1000)  # whatever ran before must not change a run's dropout masks
+    again = train(dropout_model(), tiny_task(), quick(steps=8, eval_every=2, seed=4))
+    other = train(dropout_model(), tiny_task(), quick(steps=8, eval_every=2, seed=5))
+    cols = [c for c in ref.history.columns if c != "time_s"]
+    assert again.history[cols].equals(ref.history[cols])
+    assert not other.history["train_loss"].equals(ref.history["train_loss"])
+    state = torch.get_rng_state()
+    ckpt = str(tmp_path / "run.pt")
+    train(dropout_model(), tiny_task(), quick(steps=8, eval_every=2, seed=4, checkpoint_path=ckpt,
+                                              stop_metric="step", stop_value=4))
+    assert torch.equal(torch.get_rng_state(), state)  # the caller's generator is left alone
+    resumed = train(dropout_model(seed=9), tiny_task(),
+                    quick(steps=8, eval_every=2, seed=4, checkpoint_path=ckpt, resume=True))
+    assert resumed.history[cols].equals(ref.history[cols])
+
+
 @pytest.mark.parametrize(
     "trainable, expected",
     [

@@ -34,28 +34,30 @@ NAME = "11_miiii_training"
 class MiiiiParams:
     """Notebook 11's parameters; defaults = CPU profile (configs/paper/ has the paper's)."""
 
-    p: int = 17
-    variants: tuple[str, ...] = ("miiii", "nanda", "masked", "basis")
-    lambda_zero: bool = True  # also train T_miiii without grokfast (the paper: no convergence)
-    split: str = "code"  # "code": train_fraction / rest validation; "paper": 30 % / n_valid / test
-    train_fraction: float | None = 0.8
-    n_valid: int = 1000
-    combine: str = "sum"  # heads' losses: "sum" (paper) or "mean" (code)
+    p: int = 37  # prime; one head per prime below it: 2, 3, ..., 31 (11 heads); the paper: 113
+    variants: tuple[str, ...] = ("miiii", "nanda", "masked", "basis")  # tasks trained (T_<name>)
+    lambda_zero: bool = True  # also T_miiii without grokfast
+    split: str = "code"  # code: train_fraction / rest validation; paper: 30 % / n_valid / test
+    train_fraction: float | None = 0.8  # share of the p^2 numbers trained on
+    n_valid: int = 1000  # validation size of the paper split
+    combine: str = "sum"  # heads" losses summed (paper) or averaged (code: mean)
     d_model: int = 128
     n_heads: int = 4
-    dropout: float = 0.1
-    lr: float = 3e-3
+    dropout: float = 0.2  # without dropout only q in {2, 3} generalise (SPEC B)
+    lr: float = 0.003  # AdamW, constant
     weight_decay: float = 1.0
-    beta2: float = 0.98  # AdamW betas (0.9, 0.98) (SPEC B)
-    grokfast_lambda: float = 2.0
-    grokfast_alpha: float = 0.98
-    grokfast_init: str = "grad"  # "grad": Lee et al.'s reference; "zero": the miiii code
-    epochs: int = 5000
+    beta2: float = 0.98  # AdamW betas (0.9, 0.98)
+    grokfast_lambda: float = 2.0  # grokfast amplification
+    grokfast_alpha: float = 0.98  # grokfast EMA decay
+    grokfast_init: str = "grad"  # EMA starts at the first gradient (Lee et al.); zero: the miiii code
+    epochs: int = 10000  # full-batch epochs of T_miiii with grokfast
+    baseline_epochs: int | None = 1500  # epochs of the other runs (None: epochs)
     eval_points: int = 60  # log-spaced evaluations
-    n_snapshots: int = 12  # log-spaced weight snapshots kept for notebooks 12-13
-    generalised_at: float = 0.99  # validation accuracy that counts a head as generalised
+    n_snapshots: int = 12  # log-spaced weight snapshots for notebooks 12-13
+    generalised_at: float = 0.95  # validation accuracy counted as generalised
+    trainable: str = "all"  # "embeddings": the random transformer of Zhong & Andreas (notebook 15)
     seed: int = 0
-    threads: int | None = 1
+    threads: int | None = 2  # torch threads
     device: str = "auto"
 
     def __post_init__(self) -> None:
@@ -67,11 +69,16 @@ class MiiiiParams:
             raise ValueError(f"variants={list(self.variants)!r}: each must be one of {list(VARIANTS)}")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
+        miiii_config(self.p, d_model=self.d_model, n_heads=self.n_heads, dropout=self.dropout,
+                     trainable=self.trainable)  # checks dropout and trainable
+        if self.baseline_epochs is not None and (
+                not isinstance(self.baseline_epochs, int) or self.baseline_epochs < 1):
+            raise ValueError(f"baseline_epochs must be a positive integer or None, got {self.baseline_epochs!r}")
         if self.n_snapshots < 1 or self.eval_points < 2:
             raise ValueError("n_snapshots must be >= 1 and eval_points >= 2")
         for v in self.variants:  # builds each task once: checks split, fraction, combine
             self.task(v)
-        self.train_config(self.grokfast_lambda, Path("."))  # checks lr, epochs, ...
+        self.train_config(self.grokfast_lambda, None)  # checks lr, epochs, ...
         Grokfast(self.grokfast_alpha, self.grokfast_lambda, self.grokfast_init)
 
     @classmethod
@@ -85,23 +92,39 @@ class MiiiiParams:
 
     def model(self, task: MultiPrimeTask) -> nn.Module:
         cfg = miiii_config(self.p, d_model=self.d_model, n_heads=self.n_heads,
-                           dropout=self.dropout, out_sizes=task.qs)
+                           dropout=self.dropout, out_sizes=task.qs, trainable=self.trainable)
         return build_model(cfg, derive(self.seed, "init") % 2**31)
 
-    def train_config(self, lamb: float, folder: Path) -> TrainConfig:
-        snaps = log_spaced_steps(self.epochs, self.n_snapshots) if self.n_snapshots > 1 else [self.epochs]
+    def epochs_for(self, variant: str, lamb: float) -> int:
+        """T_miiii with grokfast gets ``epochs``; the baselines ``baseline_epochs`` if set."""
+        main = variant == "miiii" and lamb == self.grokfast_lambda
+        return self.epochs if main or self.baseline_epochs is None else self.baseline_epochs
+
+    def train_config(self, lamb: float, folder: Path | None, epochs: int | None = None) -> TrainConfig:
+        """Full batch, constant lr, no clipping; with a ``folder``: log-spaced weight snapshots and
+        a resumable checkpoint there (``None``: nothing saved, as in a search trial)."""
+        epochs = epochs if epochs is not None else self.epochs
+        keep: dict[str, Any] = {}
+        if folder is not None:
+            snaps = log_spaced_steps(epochs, self.n_snapshots) if self.n_snapshots > 1 else [epochs]
+            keep = dict(snapshot_steps=tuple(snaps), snapshot_dir=str(folder / "snapshots"),
+                        checkpoint_path=str(folder / "last.pt"),
+                        checkpoint_every=max(epochs // 10, 1), resume=True)
         return TrainConfig(
-            steps=self.epochs, batch_size=None, lr=self.lr, weight_decay=self.weight_decay,
+            steps=epochs, batch_size=None, lr=self.lr, weight_decay=self.weight_decay,
             betas=(0.9, self.beta2), warmup_steps=0, schedule="constant", grad_clip=None,
             eval_log_points=self.eval_points, seed=self.seed, threads=self.threads,
-            device=self.device, snapshot_steps=tuple(snaps), snapshot_dir=str(folder / "snapshots"),
-            checkpoint_path=str(folder / "last.pt"), checkpoint_every=max(self.epochs // 10, 1),
-            resume=True)
+            device=self.device, **keep)
+
+    def grokfast(self, lamb: float) -> Grokfast | None:
+        return Grokfast(self.grokfast_alpha, lamb, self.grokfast_init) if lamb > 0 else None
 
     def run_key(self, variant: str, lamb: float) -> str:
         """Folder name of one run: the variant, lambda and a hash of every setting."""
         settings = asdict(self) | {"variants": None, "lambda_zero": None, "threads": None,
-                                   "variant": variant, "grokfast_lambda": lamb}
+                                   "generalised_at": None, "variant": variant,
+                                   "grokfast_lambda": lamb, "baseline_epochs": None,
+                                   "epochs": self.epochs_for(variant, lamb)}
         digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:10]
         return f"{variant}_lambda{lamb:g}_{digest}"
 
@@ -126,15 +149,18 @@ def runs_to_do(params: MiiiiParams) -> list[tuple[str, float]]:
     return todo
 
 
-def run(params: MiiiiParams) -> list[MiiiiRun]:
-    """Train (or resume, or reuse) every run; weights and snapshots under results/11_.../runs."""
+def run(params: MiiiiParams, name: str = NAME) -> list[MiiiiRun]:
+    """Train (or resume, or reuse) every run; weights and snapshots under results/<name>/runs.
+
+    A run whose folder holds a finished checkpoint is loaded, not retrained: notebooks 12, 13 and
+    15 reuse notebook 11's runs by asking for the same settings."""
     out = []
     for variant, lamb in runs_to_do(params):
         task = params.task(variant)
-        folder = results_dir(NAME) / "runs" / params.run_key(variant, lamb)
-        hook = Grokfast(params.grokfast_alpha, lamb, params.grokfast_init) if lamb > 0 else None
-        result = train(params.model(task), task, params.train_config(lamb, folder),
-                       grad_hook=hook, desc=f"T_{variant} λ={lamb:g}")
+        folder = results_dir(name) / "runs" / params.run_key(variant, lamb)
+        config = params.train_config(lamb, folder, params.epochs_for(variant, lamb))
+        result = train(params.model(task), task, config,
+                       grad_hook=params.grokfast(lamb), desc=f"T_{variant} λ={lamb:g}")
         torch.save({"params": params, "variant": variant, "lamb": lamb,
                     "config": result.model.cfg}, folder / "run.pt")
         out.append(MiiiiRun(variant, lamb, task, result, folder))

@@ -61,6 +61,7 @@ class MultiPrimeTask(FiniteTask):
         out = {"loss": self._combine(per_head), "acc": correct.mean(-1)}
         for i, q in enumerate(self.qs):
             out[f"acc_q{q}"] = correct[:, i]
+            out[f"loss_q{q}"] = per_head[:, i]  # cross-entropy / ln q (0 where masked)
         return out
 
     def eval_sets(self) -> dict[str, Batch]:

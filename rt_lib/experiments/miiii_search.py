@@ -1,0 +1,202 @@
+"""Experiment 14: the hyperparameter search of Syrkis & Søgaard (2024, Table 1) with Optuna.
+
+The study lives in a database: SQLite under ``results/14_miiii_search/`` by default, or any
+SQLAlchemy URL (``postgresql://user:pw@host/db``), so workers on several machines join one study:
+
+    python -m rt_lib.experiments.miiii_search --storage sqlite:///study.db --trials 10
+
+Each trial trains T_miiii with notebook 11's settings (``fixed``) and one point of the search
+space, and scores the final validation accuracy (mean over heads) or validation loss.  The search
+space and fixed settings are stored on the study; a worker with different ones is refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import optuna
+import pandas as pd
+import sqlalchemy
+
+from rt_lib.experiments.common import from_namespace
+from rt_lib.experiments.miiii import MiiiiParams
+from rt_lib.io import results_dir
+from rt_lib.train import train
+
+NAME = "14_miiii_search"
+
+#: The paper's Table 1: the values searched for each hyperparameter.
+TABLE1_SPACE: dict[str, list] = {
+    "dropout": [0.0, 0.5, 0.2, 0.1],
+    "grokfast_lambda": [0.0, 0.5, 2.0],
+    "weight_decay": [0.0, 0.1, 0.5, 1.0],
+    "d_model": [128, 256],
+    "lr": [3e-4, 1e-4],
+    "n_heads": [4, 8],
+}
+OBJECTIVES = {"valid_acc": "maximize", "valid_loss": "minimize"}
+
+
+def default_storage() -> str:
+    path = results_dir(NAME) / "study.db"
+    return f"sqlite:///{path.resolve()}"
+
+
+@dataclass(frozen=True)
+class SearchParams:
+    """Notebook 14's parameters."""
+
+    space: dict = field(default_factory=lambda: dict(TABLE1_SPACE))  # name -> values to try
+    fixed: dict = field(default_factory=dict)  # other MiiiiParams fields for every trial
+    n_trials: int = 8  # the study is run until it has this many finished trials
+    objective: str = "valid_acc"  # final mean validation accuracy (max) or loss (min)
+    storage: str | None = None  # SQLAlchemy URL; None = SQLite under results/14_miiii_search/
+    study_name: str = "miiii_table1"
+    sampler_seed: int = 0  # TPE's seed (each worker adds its own offset)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.space, dict) or not self.space:
+            raise ValueError(f"space must be a non-empty dict of name -> values, got {self.space!r}")
+        fields_ = set(MiiiiParams.__dataclass_fields__)
+        bad = [k for k in self.space if k not in fields_]
+        bad += [k for k in self.fixed if k not in fields_]
+        if bad:
+            raise ValueError(f"unknown hyperparameters {bad}; allowed: {sorted(fields_)}")
+        both = set(self.space) & set(self.fixed)
+        if both:
+            raise ValueError(f"{sorted(both)} are both searched (space) and fixed")
+        for name, values in self.space.items():
+            if not isinstance(values, (list, tuple)) or not values:
+                raise ValueError(f"space[{name!r}] must be a non-empty list, got {values!r}")
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"objective={self.objective!r} is not one of {list(OBJECTIVES)}")
+        if not isinstance(self.n_trials, int) or self.n_trials < 1:
+            raise ValueError(f"n_trials must be a positive integer, got {self.n_trials!r}")
+        # every corner of the space must make a valid run (e.g. d_model divisible by n_heads)
+        for name, values in self.space.items():
+            for value in values:
+                self.trial_params({name: value})
+
+    @classmethod
+    def from_namespace(cls, namespace: dict[str, Any]) -> SearchParams:
+        return from_namespace(cls, namespace)
+
+    def url(self) -> str:
+        return self.storage or default_storage()
+
+    def trial_params(self, point: dict[str, Any]) -> MiiiiParams:
+        return MiiiiParams(**(self.fixed | point | {"variants": ("miiii",), "lambda_zero": False}))
+
+
+def _storage(url: str, attempts: int = 10) -> optuna.storages.RDBStorage:
+    # SQLite serialises writers: wait for the lock instead of failing when workers collide.
+    kwargs = {"connect_args": {"timeout": 120}} if url.startswith("sqlite") else {}
+    for attempt in range(attempts):
+        try:
+            return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
+        except sqlalchemy.exc.SQLAlchemyError:
+            # Workers that start together race to create the schema; the loser finds it made.
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.2 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def open_study(params: SearchParams, worker: int = 0) -> optuna.Study:
+    """Create or join the study; refuses one made with another space, objective or settings."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(
+        storage=_storage(params.url()), study_name=params.study_name, load_if_exists=True,
+        direction=OBJECTIVES[params.objective],
+        sampler=optuna.samplers.TPESampler(seed=params.sampler_seed + worker, n_startup_trials=4))
+    setup = json.dumps({"space": params.space, "fixed": params.fixed,
+                        "objective": params.objective}, sort_keys=True)
+    stored = study.user_attrs.get("setup")
+    if stored is None:
+        study.set_user_attr("setup", setup)
+    elif stored != setup:
+        raise ValueError(f"study {params.study_name!r} in {params.url()} was made with {stored}; "
+                         f"this search has {setup}: choose another study_name")
+    return study
+
+
+def objective(params: SearchParams, trial: optuna.Trial) -> float:
+    point = {name: trial.suggest_categorical(name, list(values))
+             for name, values in params.space.items()}
+    run_params = params.trial_params(point)
+    task = run_params.task("miiii")
+    result = train(run_params.model(task), task,
+                   run_params.train_config(run_params.grokfast_lambda, None),
+                   grad_hook=run_params.grokfast(run_params.grokfast_lambda),
+                   desc=f"trial {trial.number}")
+    last = result.history.iloc[-1]
+    trial.set_user_attr("valid_acc", float(last["valid_acc"]))
+    trial.set_user_attr("valid_loss", float(last["valid_loss"]))
+    trial.set_user_attr("train_acc", float(last["train_acc"]))
+    trial.set_user_attr("worker", os.getpid())
+    trial.set_user_attr("seconds", round(result.wall_time_s, 2))
+    return float(last[params.objective])
+
+
+def finished(study: optuna.Study) -> int:
+    return sum(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)
+
+
+def run_trials(params: SearchParams, n: int, worker: int = 0) -> optuna.Study:
+    """Add ``n`` trials to the study (a worker: any number of these may run at once)."""
+    study = open_study(params, worker)
+    study.optimize(lambda t: objective(params, t), n_trials=n)
+    return study
+
+
+def run_until(params: SearchParams) -> optuna.Study:
+    """Run trials until the study has ``n_trials`` finished ones (none if it already has):
+    re-running the notebook reuses the study instead of growing it."""
+    study = open_study(params)
+    missing = params.n_trials - finished(study)
+    if missing > 0:
+        study.optimize(lambda t: objective(params, t), n_trials=missing)
+    return study
+
+
+def trials_table(study: optuna.Study) -> pd.DataFrame:
+    """One row per finished trial: its hyperparameters, objective and scores, best first."""
+    rows = []
+    for t in study.trials:
+        if t.state != optuna.trial.TrialState.COMPLETE:
+            continue
+        rows.append({"trial": t.number, **t.params, "value": t.value,
+                     **{k: v for k, v in t.user_attrs.items() if k != "worker"}})
+    table = pd.DataFrame(rows)
+    if len(table):
+        ascending = study.direction == optuna.study.StudyDirection.MINIMIZE
+        table = table.sort_values(["value", "trial"], ascending=[ascending, True])
+    return table.reset_index(drop=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="Join a miiii Optuna study as one worker.")
+    ap.add_argument("--storage", default=None, help="SQLAlchemy URL (default: SQLite under results/)")
+    ap.add_argument("--study", default=SearchParams.study_name, help="study name")
+    ap.add_argument("--trials", type=int, default=1, help="trials this worker adds")
+    ap.add_argument("--space", default=None, help="JSON dict name -> values (default Table 1)")
+    ap.add_argument("--fixed", default="{}", help="JSON dict of fixed MiiiiParams fields")
+    ap.add_argument("--objective", default="valid_acc", choices=list(OBJECTIVES))
+    ap.add_argument("--worker", type=int, default=None, help="sampler seed offset (default: pid)")
+    args = ap.parse_args(argv)
+    params = SearchParams(space=json.loads(args.space) if args.space else dict(TABLE1_SPACE),
+                          fixed=json.loads(args.fixed), storage=args.storage,
+                          study_name=args.study, objective=args.objective)
+    worker = args.worker if args.worker is not None else os.getpid()
+    study = run_trials(params, args.trials, worker)
+    print(f"study {params.study_name!r}: {finished(study)} finished trials; "
+          f"best {study.best_value:.4f} with {study.best_params}")
+
+
+if __name__ == "__main__":
+    main()

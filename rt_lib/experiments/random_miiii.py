@@ -1,0 +1,88 @@
+"""Experiment 15 (beyond both papers): the random transformer of Zhong & Andreas on miiii's tasks.
+
+The miiii model with its attention and MLP frozen at their (He) initialisation and only W_E, W_pos
+and W_U trained (``trainable="embeddings"``), on T_nanda and T_miiii: which prime remainders can a
+random transformer compute?  The fully trained baseline is notebook 11's run with the same settings
+(loaded, or trained if notebook 11 has not run).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from rt_lib.experiments.common import from_namespace
+from rt_lib.experiments.miiii import MiiiiParams, MiiiiRun, run
+from rt_lib.experiments.miiii_analysis import training_params
+
+NAME = "15_random_miiii"
+
+
+@dataclass(frozen=True)
+class RandomMiiiiParams:
+    """Notebook 15's parameters."""
+
+    variants: tuple[str, ...] = ("nanda", "miiii")
+    train_params: dict = field(default_factory=dict)  # notebook 11's parameters (its config)
+    random_overrides: dict = field(default_factory=dict)  # changed for the random models only
+    widths: tuple[int, ...] = (128,)  # d_model of the random transformers
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "variants", tuple(self.variants))
+        object.__setattr__(self, "widths", tuple(self.widths))
+        if not self.widths or not all(isinstance(w, int) and w > 0 for w in self.widths):
+            raise ValueError(f"widths must be positive integers, got {self.widths!r}")
+        if not isinstance(self.random_overrides, dict):
+            raise ValueError(f"random_overrides must be a dict, got {self.random_overrides!r}")
+        self.trained()
+        for w in self.widths:
+            self.random(w)
+
+    @classmethod
+    def from_namespace(cls, namespace: dict[str, Any]) -> RandomMiiiiParams:
+        return from_namespace(cls, namespace)
+
+    def trained(self) -> MiiiiParams:
+        return training_params(self.train_params, self.variants)
+
+    def random(self, width: int) -> MiiiiParams:
+        return training_params(self.train_params | self.random_overrides, self.variants,
+                               d_model=width, trainable="embeddings")
+
+
+def run_all(params: RandomMiiiiParams) -> dict[str, MiiiiRun]:
+    """{label: run}: "trained transformer (d=..)" and "random transformer (d=..)" per variant,
+    labelled ``<model> · T_<variant>``."""
+    out: dict[str, MiiiiRun] = {}
+    trained = params.trained()
+    for r in run(trained):  # notebook 11's folder: reuses its finished runs
+        out[f"trained (d={trained.d_model}) · T_{r.variant}"] = r
+    for width in params.widths:
+        for r in run(params.random(width), name=NAME):
+            out[f"random (d={width}) · T_{r.variant}"] = r
+    return out
+
+
+def per_head_table(runs: dict[str, MiiiiRun], variant: str) -> pd.DataFrame:
+    """Rows = heads q of one variant; one column of final validation accuracy per model."""
+    table: pd.DataFrame | None = None
+    for label, r in runs.items():
+        if r.variant != variant:
+            continue
+        last = r.result.history.iloc[-1]
+        col = pd.DataFrame({"q": list(r.task.qs),
+                            label.split(" · ")[0]: [float(last[f"valid_acc_q{q}"]) for q in r.task.qs]})
+        table = col if table is None else table.merge(col, on="q")
+    if table is None:
+        raise ValueError(f"no run of T_{variant} among {list(runs)}")
+    return table
+
+
+def solved(table: pd.DataFrame, column: str, threshold: float = 0.95) -> list[int]:
+    """The heads q whose validation accuracy in ``column`` reaches ``threshold``."""
+    return [int(q) for q, acc in zip(table["q"], table[column]) if acc >= threshold]
+
+
+__all__ = ["NAME", "RandomMiiiiParams", "run_all", "per_head_table", "solved"]

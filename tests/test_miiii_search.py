@@ -1,0 +1,56 @@
+"""Notebook 14's Optuna search: validation, and a real two-process study on one SQLite file."""
+
+import json
+import subprocess
+import sys
+
+import optuna
+import pytest
+
+from rt_lib.experiments.miiii_search import SearchParams, open_study, run_until, trials_table
+
+SPACE = {"dropout": [0.0, 0.1], "lr": [1e-2, 3e-3]}
+FIXED = {"p": 5, "epochs": 8, "eval_points": 2, "d_model": 8, "n_heads": 2, "threads": 1}
+
+
+def test_bad_search_parameters():
+    with pytest.raises(ValueError, match="unknown hyperparameters"):
+        SearchParams(space={"learning_rate": [1e-3]})
+    with pytest.raises(ValueError, match="both searched"):
+        SearchParams(space={"lr": [1e-3]}, fixed={"lr": 1e-3})
+    with pytest.raises(ValueError, match="not divisible"):
+        SearchParams(space={"n_heads": [3]}, fixed={"d_model": 8})
+    with pytest.raises(ValueError, match="objective"):
+        SearchParams(objective="accuracy")
+
+
+def test_two_workers_share_one_sqlite_study(tmp_path):
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    worker = [sys.executable, "-m", "rt_lib.experiments.miiii_search", "--storage", url,
+              "--study", "pair", "--trials", "2", "--space", json.dumps(SPACE),
+              "--fixed", json.dumps(FIXED)]
+    procs = [subprocess.Popen(worker + ["--worker", str(i)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for i in range(2)]
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+    study = optuna.load_study(study_name="pair", storage=url)
+    done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert sorted(t.number for t in done) == [0, 1, 2, 3]
+    assert len({t.user_attrs["worker"] for t in done}) == 2  # both processes wrote trials
+    for t in done:
+        assert t.value == t.user_attrs["valid_acc"] and 0.0 <= t.value <= 1.0
+        assert t.params["lr"] in SPACE["lr"] and t.params["dropout"] in SPACE["dropout"]
+    # the notebook's call tops the study up to n_trials and reuses it when it has enough
+    params = SearchParams(space=SPACE, fixed=FIXED, storage=url, study_name="pair", n_trials=4)
+    assert len(trials_table(run_until(params))) == 4
+    params = SearchParams(space=SPACE, fixed=FIXED, storage=url, study_name="pair", n_trials=5)
+    table = trials_table(run_until(params))
+    assert len(table) == 5 and table["value"].is_monotonic_decreasing
+
+
+def test_a_study_with_other_settings_is_refused(tmp_path):
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    open_study(SearchParams(space=SPACE, fixed=FIXED, storage=url, study_name="s"))
+    with pytest.raises(ValueError, match="choose another study_name"):
+        open_study(SearchParams(space=SPACE, fixed=FIXED | {"p": 7}, storage=url, study_name="s"))
