@@ -253,6 +253,8 @@ class Block(nn.Module):
 class Transformer(nn.Module):
     """tokens [b, t] -> logits [b, t, v]; [b, v] with ``last_only``; [b, (t,) n_tasks, q] multi-task."""
 
+    share_prefixes = True  # last-position path computes each distinct prefix once (see below)
+
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
         self.cfg = cfg
@@ -303,7 +305,7 @@ class Transformer(nn.Module):
 
     def forward(self, tokens: Tensor, last_only: bool = False,
                 cache: dict | None = None) -> Tensor:
-        if last_only and cache is None:
+        if last_only and cache is None and self.share_prefixes:
             shared = self._shared_prefixes(tokens)
             if shared is not None:
                 return self._forward_last_shared_prefix(tokens, *shared)

@@ -1,0 +1,52 @@
+"""Restarts trained as one batched model equal the same restarts trained one by one."""
+
+import pytest
+import torch
+
+from rt_lib.batched import train_batched
+from rt_lib.model import TransformerConfig, build_model
+from rt_lib.tasks.modular import modular_addition
+from rt_lib.train import TrainConfig, train
+
+
+def configs(seeds, **kw):
+    base = dict(steps=12, batch_size=None, lr=3e-3, warmup_steps=3, eval_every=4, threads=1,
+                progress=False)
+    base.update(kw)
+    return [TrainConfig(seed=s, **base) for s in seeds]
+
+
+def model_cfg(task, trainable="embeddings"):
+    return TransformerConfig(d_vocab=task.d_vocab, n_ctx=3, d_model=16, n_heads=2,
+                             d_vocab_out=task.d_vocab_out, trainable=trainable)
+
+
+@pytest.mark.parametrize("trainable,batch_size,clip", [("embeddings", None, 1.0), ("all", None, 0.05),
+                                                       ("all", 16, None)])
+def test_batched_restarts_match_separate_runs(trainable, batch_size, clip):
+    task = modular_addition(7, train_fraction=0.6)
+    cfg = model_cfg(task, trainable)
+    cfgs = configs([1, 2, 3], batch_size=batch_size, grad_clip=clip)  # 0.05: clipping acts
+    together = train_batched([build_model(cfg, 10 + i) for i in range(3)], task, cfgs)
+    for i, tcfg in enumerate(cfgs):
+        alone = train(build_model(cfg, 10 + i), task, tcfg)
+        cols = [c for c in alone.history.columns if c != "time_s"]
+        a, b = together[i].history[cols], alone.history[cols]
+        torch.testing.assert_close(torch.tensor(a.to_numpy()), torch.tensor(b.to_numpy()),
+                                   rtol=1e-4, atol=1e-5)
+        for (name, p), q in zip(together[i].model.named_parameters(), alone.model.parameters()):
+            torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-5, msg=name)
+    # the seeds really differ
+    assert not torch.equal(together[0].model.W_E, together[1].model.W_E)
+
+
+def test_batched_refuses_what_it_cannot_batch():
+    task = modular_addition(7, train_fraction=0.6)
+    cfg = model_cfg(task)
+    models = [build_model(cfg, 0), build_model(cfg, 1)]
+    with pytest.raises(ValueError, match="seed only"):
+        train_batched(models, task, configs([1]) + configs([2], lr=1e-2))
+    with pytest.raises(ValueError, match="checkpoints"):
+        train_batched(models, task, configs([1, 2], checkpoint_path="x.pt"))
+    with pytest.raises(ValueError, match="one TrainConfig per model"):
+        train_batched(models, task, configs([1]))
