@@ -14,6 +14,7 @@ seed draws its own batches as in a separate run.
 from __future__ import annotations
 
 import copy
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -22,10 +23,20 @@ import pandas as pd
 import torch
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
+from tqdm.auto import tqdm
 
-from rt_lib.seeding import derive, set_threads
+from rt_lib.seeding import derive
 from rt_lib.tasks.base import Task
-from rt_lib.train import TrainConfig, TrainResult, evaluate, log_spaced_steps, lr_lambda
+from rt_lib.train import (TrainConfig, TrainResult, evaluate, log_spaced_steps, lr_lambda,
+                          prepare, resolve_device)
+
+
+def can_batch(model_cfg: object, cfg: TrainConfig) -> bool:
+    """Whether restarts of this model and training configuration can train as one batched model."""
+    from rt_lib.model import TransformerConfig
+
+    return (isinstance(model_cfg, TransformerConfig) and not model_cfg.dropout
+            and not (cfg.checkpoint_path or cfg.stop_metric or cfg.bf16))
 
 
 def _check(models: Sequence[nn.Module], cfgs: Sequence[TrainConfig]) -> None:
@@ -43,72 +54,95 @@ def _check(models: Sequence[nn.Module], cfgs: Sequence[TrainConfig]) -> None:
         raise ValueError("batched training does not support dropout")
 
 
+class BatchedRestarts:
+    """N models of one configuration as one stacked model, stepped together (see the module)."""
+
+    def __init__(self, models: Sequence[nn.Module], task: Task, cfgs: Sequence[TrainConfig]):
+        _check(models, cfgs)
+        self.task, self.cfgs, self.cfg, self.n = task, list(cfgs), cfgs[0], len(models)
+        self.device = resolve_device(self.cfg.device)
+        prepare(self.cfg, self.device)
+        models = [m.to(self.device).train() for m in models]
+        self.params, self.buffers = stack_module_state(models)  # {name: [n, ...]}
+        trainable = {k for k, p in models[0].named_parameters() if p.requires_grad}
+        for name, value in self.params.items():
+            value.requires_grad_(name in trainable)
+        base = copy.deepcopy(models[0]).to("meta")
+        self.shared = self.cfg.batch_size is None  # finite full batch: every seed sees the same
+        if not self.shared and hasattr(base, "share_prefixes"):
+            base.share_prefixes = "vocab"  # distinct prefixes have a data-dependent shape: no vmap
+
+        def forward(p: dict, b: dict, x: torch.Tensor) -> torch.Tensor:
+            return functional_call(base, (p, b), (x,), {"last_only": task.last_only})
+
+        self.forward = vmap(forward, in_dims=(0, 0, None if self.shared else 0))
+        decay = [v for k, v in self.params.items() if k in trainable and v.ndim >= 3]
+        no_decay = [v for k, v in self.params.items() if k in trainable and v.ndim < 3]
+        groups = [{"params": decay, "weight_decay": self.cfg.weight_decay}]
+        if no_decay:
+            groups.append({"params": no_decay, "weight_decay": 0.0})
+        self.optimizer = torch.optim.AdamW(groups, lr=self.cfg.lr, betas=self.cfg.betas)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lr_lambda(self.cfg))
+        self.data_seeds = [derive(c.seed, "batches") for c in cfgs]
+        self.views = [copy.deepcopy(m) for m in models]  # per-seed modules for evaluation
+
+    def step(self, step: int) -> torch.Tensor:
+        """One optimiser step of every seed on its own batch; the per-seed losses [n]."""
+        task = self.task
+        if self.shared:
+            x, y = task.get_batch(step, None, self.data_seeds[0])
+            ys = [y] * self.n
+        else:
+            pairs = [task.get_batch(step, self.cfg.batch_size, s) for s in self.data_seeds]
+            x, ys = torch.stack([p[0] for p in pairs]), [p[1] for p in pairs]
+        x, ys = x.to(self.device), [y.to(self.device) for y in ys]
+        logits = self.forward(self.params, self.buffers, x)
+        # unbind, not logits[i]: each index's backward would fill a zero tensor of all n seeds
+        losses = torch.stack([task.loss(lg.float(), y) for lg, y in zip(logits.unbind(0), ys)])
+        self.optimizer.zero_grad(set_to_none=True)
+        losses.sum().backward()
+        if self.cfg.grad_clip is not None:
+            grads = [v.grad for v in self.params.values() if v.grad is not None]
+            norms = torch.stack([g.flatten(1).pow(2).sum(1) for g in grads]).sum(0).sqrt()  # [n]
+            coef = (self.cfg.grad_clip / (norms + 1e-6)).clamp(max=1.0)
+            for g in grads:
+                g.mul_(coef.view(-1, *[1] * (g.ndim - 1)))
+        self.optimizer.step()
+        self.scheduler.step()
+        return losses.detach()
+
+    def model(self, i: int) -> nn.Module:
+        """Seed i's current weights as an ordinary module (for evaluation and checkpoints)."""
+        view = self.views[i]
+        with torch.no_grad():
+            view.load_state_dict({k: v[i] for k, v in (self.params | self.buffers).items()})
+        return view
+
+
 def train_batched(models: Sequence[nn.Module], task: Task,
                   cfgs: Sequence[TrainConfig]) -> list[TrainResult]:
     """Train ``models[i]`` with ``cfgs[i]`` (identical but for the seed), all at once."""
-    _check(models, cfgs)
-    cfg = cfgs[0]
-    set_threads(cfg.threads)
-    n = len(models)
-    params, buffers = stack_module_state(list(models))  # {name: [n, ...]}
-    trainable = {k for k, p in models[0].named_parameters() if p.requires_grad}
-    for name, value in params.items():
-        value.requires_grad_(name in trainable)
-    base = copy.deepcopy(models[0]).to("meta")
-    shared = cfg.batch_size is None  # finite full-batch: every seed sees the same batch
-    if not shared and hasattr(base, "share_prefixes"):
-        base.share_prefixes = False  # finding distinct prefixes has a data-dependent shape: no vmap
-
-    def forward(p: dict, b: dict, x: torch.Tensor) -> torch.Tensor:
-        return functional_call(base, (p, b), (x,), {"last_only": task.last_only})
-
-    batched = vmap(forward, in_dims=(0, 0, None if shared else 0))
-    decay = [v for k, v in params.items() if k in trainable and v.ndim >= 3]
-    no_decay = [v for k, v in params.items() if k in trainable and v.ndim < 3]
-    groups = [{"params": decay, "weight_decay": cfg.weight_decay}]
-    if no_decay:
-        groups.append({"params": no_decay, "weight_decay": 0.0})
-    optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(cfg))
-    data_seeds = [derive(c.seed, "batches") for c in cfgs]
+    run = BatchedRestarts(models, task, cfgs)
+    cfg, n = run.cfg, run.n
     eval_at = (set(log_spaced_steps(cfg.steps, cfg.eval_log_points))
                if cfg.eval_log_points is not None else None)
     rows: list[list[dict]] = [[] for _ in range(n)]
-    views = [copy.deepcopy(m) for m in models]  # per-seed modules for evaluation
     t0 = time.perf_counter()
-    for step in range(cfg.steps):
-        if shared:
-            x, y = task.get_batch(step, None, data_seeds[0])
-            logits = batched(params, buffers, x)
-            losses = torch.stack([task.loss(logits[i].float(), y) for i in range(n)])
-        else:
-            pairs = [task.get_batch(step, cfg.batch_size, s) for s in data_seeds]
-            x = torch.stack([p[0] for p in pairs])
-            logits = batched(params, buffers, x)
-            losses = torch.stack([task.loss(logits[i].float(), pairs[i][1]) for i in range(n)])
-        optimizer.zero_grad(set_to_none=True)
-        losses.sum().backward()
-        if cfg.grad_clip is not None:
-            grads = [v.grad for v in params.values() if v.grad is not None]
-            norms = torch.stack([g.flatten(1).pow(2).sum(1) for g in grads]).sum(0).sqrt()  # [n]
-            coef = (cfg.grad_clip / (norms + 1e-6)).clamp(max=1.0)
-            for g in grads:
-                g.mul_(coef.view(-1, *[1] * (g.ndim - 1)))
-        lr_now = optimizer.param_groups[0]["lr"]
-        optimizer.step()
-        scheduler.step()
+    disable = not cfg.progress or os.environ.get("TQDM_DISABLE", "") not in ("", "0")
+    for step in tqdm(range(cfg.steps), desc=f"{task.name} x{n} seeds", disable=disable,
+                     leave=False):
+        lr_now = run.optimizer.param_groups[0]["lr"]
+        losses = run.step(step)
         due = (step + 1 in eval_at) if eval_at is not None else (step + 1) % cfg.eval_every == 0
         if due or step == cfg.steps - 1:
-            for i, view in enumerate(views):
-                with torch.no_grad():
-                    view.load_state_dict({k: v[i] for k, v in (params | buffers).items()})
-                row = {"step": step + 1, "lr": lr_now, "train_loss": float(losses[i].detach())}
-                row.update(evaluate(view, task, cfg.eval_batch_size))
+            for i in range(n):
+                row = {"step": step + 1, "lr": lr_now, "train_loss": float(losses[i])}
+                row.update(evaluate(run.model(i), task, cfg.eval_batch_size))
                 row["time_s"] = time.perf_counter() - t0
                 rows[i].append(row)
     wall = time.perf_counter() - t0
-    return [TrainResult(model=views[i], history=pd.DataFrame(rows[i]), wall_time_s=wall,
+    return [TrainResult(model=run.model(i), history=pd.DataFrame(rows[i]), wall_time_s=wall / n,
                         steps_done=cfg.steps, config=cfgs[i]) for i in range(n)]
 
 
-__all__ = ["train_batched"]
+__all__ = ["BatchedRestarts", "can_batch", "train_batched"]

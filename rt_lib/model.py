@@ -273,7 +273,9 @@ class Block(nn.Module):
 class Transformer(nn.Module):
     """tokens [b, t] -> logits [b, t, v]; [b, v] with ``last_only``; [b, (t,) n_tasks, q] multi-task."""
 
-    share_prefixes = True  # last-position path computes each distinct prefix once (see below)
+    # Last-position path: compute each distinct prefix once (True), every one-token prefix of the
+    # vocabulary once ("vocab": vmap-able), or every row in full (False).  See _shared_prefixes.
+    share_prefixes: bool | str = True
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
@@ -353,6 +355,12 @@ class Transformer(nn.Module):
         and deterministic; else None."""
         if not self.cfg.causal or tokens.shape[1] < 2 or (self.training and self.cfg.dropout):
             return None
+        if self.share_prefixes == "vocab":
+            # Every possible one-token prefix instead of the distinct ones: a shape that does not
+            # depend on the data, which vmap needs (batched restarts, rt_lib/batched.py).
+            if tokens.shape[1] != 2 or 2 * self.cfg.d_vocab > len(tokens):
+                return None
+            return torch.arange(self.cfg.d_vocab, device=tokens.device)[:, None], tokens[:, 0]
         prefixes, inverse = distinct_rows(tokens[:, :-1], self.cfg.d_vocab)
         return (prefixes, inverse) if 2 * len(prefixes) <= len(tokens) else None
 

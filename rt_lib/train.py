@@ -96,6 +96,14 @@ def log_spaced_steps(steps: int, points: int) -> list[int]:
     return sorted({min(steps, max(1, round(float(v)))) for v in grid} | {steps})
 
 
+def prepare(cfg: TrainConfig, device: torch.device) -> None:
+    """Threads and (non-)deterministic kernels for a run on ``device``."""
+    set_threads(cfg.threads)
+    if cfg.deterministic and device.type == "cuda":
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # cuBLAS needs it to be
+    torch.use_deterministic_algorithms(cfg.deterministic, warn_only=True)
+
+
 def resolve_device(device: str) -> torch.device:
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -206,10 +214,7 @@ def _set_rng_state(state: dict, device: torch.device) -> None:
 def _train(model: nn.Module, task: Task, cfg: TrainConfig,
            grad_hook: Callable[[nn.Module, int], None] | None, desc: str | None,
            device: torch.device) -> TrainResult:
-    set_threads(cfg.threads)
-    if cfg.deterministic and device.type == "cuda":
-        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # cuBLAS needs it to be
-    torch.use_deterministic_algorithms(cfg.deterministic, warn_only=True)
+    prepare(cfg, device)
     model.to(device).train()
     optimizer = make_optimizer(model, cfg)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(cfg))

@@ -15,6 +15,7 @@ import pandas as pd
 import torch
 from torch import nn
 
+from rt_lib.batched import can_batch, train_batched
 from rt_lib.io import atomic_save_torch, results_dir
 from rt_lib.model import LSTMConfig, TransformerConfig, build_model, count_params
 from rt_lib.seeding import derive
@@ -177,8 +178,13 @@ def train_grid(task: Task, kinds: Sequence[str], widths: Sequence[int], restarts
                kind_overrides: Mapping[str, Mapping[str, Any]] | None = None, seed: int = 0,
                checkpoint_dir: str | None = None,
                transformer_overrides: Mapping[str, Any] | None = None,
-               meta: Mapping[str, Any] | None = None) -> GridResult:
+               meta: Mapping[str, Any] | None = None,
+               batch_restarts: bool = True) -> GridResult:
     """Train every model kind at every width ``restarts`` times; seeds derive from ``seed``.
+
+    With ``batch_restarts`` the restarts of a transformer train as one stacked model
+    (:mod:`rt_lib.batched`; equal to one-by-one runs up to float rounding) where that is supported:
+    no early stop, checkpoints, dropout or bf16, which leaves the paper profiles' 10 restarts.
 
     ``kind_overrides`` changes training settings per model kind, e.g.
     ``{"trained LSTM": {"lr": 5e-3}}`` (the paper tuned the LSTM's lr separately, SPEC A).
@@ -188,14 +194,20 @@ def train_grid(task: Task, kinds: Sequence[str], widths: Sequence[int], restarts
     rows, result = [], GridResult(metrics=pd.DataFrame())
     for width in widths:
         for kind in kinds:
-            for restart in range(restarts):
-                run_seed = derive(seed, f"restart{restart}") % 2**31
-                cfg = model_config(kind, task, width, n_layers, n_heads,
-                                   **(transformer_overrides or {}))
-                model = build_model(cfg, derive(run_seed, "init"))
-                extra = (kind_overrides or {}).get(kind, {})
-                tcfg = replace(train_cfg, seed=run_seed, **extra)
-                res = train(model, task, tcfg, desc=f"{kind} d={width} #{restart}")
+            cfg = model_config(kind, task, width, n_layers, n_heads,
+                               **(transformer_overrides or {}))
+            extra = (kind_overrides or {}).get(kind, {})
+            seeds = [derive(seed, f"restart{r}") % 2**31 for r in range(restarts)]
+            tcfgs = [replace(train_cfg, seed=s, **extra) for s in seeds]
+            models = [build_model(cfg, derive(s, "init")) for s in seeds]
+            if batch_restarts and restarts > 1 and can_batch(cfg, tcfgs[0]):
+                results = train_batched(models, task, tcfgs)
+            else:
+                results = [train(m, task, c, desc=f"{kind} d={width} #{r}")
+                           for r, (m, c) in enumerate(zip(models, tcfgs))]
+            for restart, (res, run_seed) in enumerate(zip(results, seeds)):
+                # Analyses run on CPU whatever trained the model (a GPU paper run included).
+                model = res.model = res.model.cpu()
                 key = (kind, width, restart)
                 result.histories[key] = res.history
                 result.models[key] = res.model

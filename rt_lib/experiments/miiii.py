@@ -161,6 +161,7 @@ def run(params: MiiiiParams, name: str = NAME) -> list[MiiiiRun]:
         config = params.train_config(lamb, folder, params.epochs_for(variant, lamb))
         result = train(params.model(task), task, config,
                        grad_hook=params.grokfast(lamb), desc=f"T_{variant} λ={lamb:g}")
+        result.model.cpu()  # the analyses run on CPU, also after a GPU paper run
         torch.save({"params": params, "variant": variant, "lamb": lamb,
                     "config": result.model.cfg}, folder / "run.pt")
         out.append(MiiiiRun(variant, lamb, task, result, folder))
