@@ -1,6 +1,6 @@
 """Training throughput of every configuration the notebooks train, and of the paper configs.
 
-    benchmarks/run.sh                                  # set up, then everything below (~15 min)
+    benchmarks/run.sh                                  # set up, then everything below (~19 min)
     .venv/bin/python benchmarks/bench_all.py --only miiii --threads 1
     .venv/bin/python benchmarks/bench_all.py --groups cpu --seconds 2
 
@@ -236,6 +236,8 @@ def measure_case(name: str, group: str, seconds: float, max_steps: int, device: 
     with FlopCounterMode(display=False) as counter:
         step()  # also the warm-up: allocator, oneDNN kernels
     flops = counter.get_total_flops()
+    if setup.model is not None and isinstance(getattr(setup.model, "lstm", None), nn.LSTM):
+        flops += _lstm_flops(setup.model, setup.task, setup.cfg)
     step()
     sync()
     if dev.type == "cuda":
@@ -251,6 +253,14 @@ def measure_case(name: str, group: str, seconds: float, max_steps: int, device: 
     return {"case": name, "group": group, "steps_per_s": 1 / per_step, "timed_steps": n,
             "gflop_per_step": flops / 1e9, "gflops": flops / per_step / 1e9,
             "bf16": bool(setup.cfg is not None and setup.cfg.bf16), "peak_mib": peak}
+
+
+def _lstm_flops(model: nn.Module, task, cfg: TrainConfig) -> float:
+    """FlopCounterMode does not see the fused LSTM kernel: 4 gates x (input + hidden) d x d
+    multiply-adds per token and layer, x3 for forward + backward."""
+    x, _ = task.get_batch(0, cfg.batch_size, 0)
+    d, layers = model.cfg.d_model, model.cfg.n_layers
+    return 3 * 2 * 4 * 2 * d * d * layers * x.numel()
 
 
 def matmul_peak(dtype: torch.dtype, device: torch.device, n: int = 2048) -> float:
@@ -290,17 +300,21 @@ def restart_cases() -> dict[str, tuple[Callable, int | None]]:
         return yaml.safe_load((HERE.parent / "configs" / "paper" / f"{module.NAME}.yaml").read_text())
 
     out = {}
-    for module, cls, widths in ((modular_addition, modular_addition.ModularAdditionParams, (16, 128)),
-                                (needle, needle.NeedleParams, (16,)),
-                                (parentheses, parentheses.ParenthesesParams, (16,))):
-        params = cls(**paper(module))
-        for width in widths:
-            def build(params=params, width=width):
-                task = params.task()
-                return task, model_config("random transformer", task, width, params.n_layers,
-                                          params.n_heads), params.train_config()
-            out[f"paper {module.NAME[:2]} {module.NAME[3:]} · random d={width} "
-                f"batch {params.batch_size}"] = build
+    grid = [(module, cls, profile, width)
+            for module, cls in ((modular_addition, modular_addition.ModularAdditionParams),
+                                (needle, needle.NeedleParams),
+                                (parentheses, parentheses.ParenthesesParams))
+            for profile, width in (("paper", 16), ("cpu", 16), ("cpu", 128))]
+    for module, cls, profile, width in grid:
+        params = cls(**paper(module)) if profile == "paper" else cls()
+        params = replace(params, stop_at_test_acc=None)  # early stop does not batch
+
+        def build(params=params, width=width):
+            task = params.task()
+            return task, model_config("random transformer", task, width, params.n_layers,
+                                      params.n_heads), params.train_config()
+        out[f"{profile} {module.NAME[:2]} {module.NAME[3:]} · random d={width} "
+            f"batch {params.batch_size or 'full'}"] = build
     return out
 
 

@@ -1,7 +1,7 @@
 """A plain eager PyTorch implementation of the miiii model: the benchmark's reference point.
 
-What a straightforward port of the model (Syrkis & Søgaard 2024, SPEC B) computes per step: every
-position through attention and the MLP (nanoGPT-style fused QKV linear), the output position read
+What a straightforward port of the model (Syrkis & Søgaard 2024, SPEC B; dropout on the residual
+stream after each add, as their code) computes per step: every position through attention and the MLP (nanoGPT-style fused QKV linear), the output position read
 out by a per-head einsum over all q_max classes with the classes beyond q masked, and the
 cross-entropy over the [b, q, n_tasks] layout.  Same parameters, same FLOPs per useful output as
 the rt_lib model, none of its shortcuts; used only by ``bench_all.py`` (the issue's "plain eager
@@ -33,12 +33,12 @@ class PlainMiiii(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         b, t = x.shape
-        h = self.drop(self.W_E(x) + self.W_pos)  # [b, t, d]
+        h = self.W_E(x) + self.W_pos  # [b, t, d]
         q, k, v = (z.view(b, t, self.h, -1).transpose(1, 2) for z in self.qkv(h).chunk(3, -1))
-        att = self.drop((q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])).softmax(-1))
+        att = (q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])).softmax(-1)
         z = (att @ v).transpose(1, 2).reshape(b, t, -1)
-        h = h + self.drop(self.out(z))
-        h = h + self.drop(self.fc2(F.relu(self.fc1(h))))
+        h = self.drop(h + self.out(z))  # dropout on the residual stream, as the miiii code
+        h = self.drop(h + self.fc2(F.relu(self.fc1(h))))
         logits = torch.einsum("bd,ndq->bnq", h[:, -1], self.W_U)
         return logits.masked_fill(~self.mask, float("-inf"))
 

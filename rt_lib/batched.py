@@ -69,6 +69,9 @@ class BatchedRestarts:
             value.requires_grad_(name in trainable)
         base = copy.deepcopy(models[0]).to("meta")
         self.shared = self.cfg.batch_size is None  # finite full batch: every seed sees the same
+        for module in base.modules():
+            if hasattr(module, "fused"):
+                module.fused = False  # SDPA has no vmap batching rule on CPU: plain matmuls
         if not self.shared and hasattr(base, "share_prefixes"):
             base.share_prefixes = "vocab"  # distinct prefixes have a data-dependent shape: no vmap
 

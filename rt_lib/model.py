@@ -58,6 +58,10 @@ class TransformerConfig:
     init_std: float = 0.02  # GPT-2's initializer_range (SPEC A)
     pos_embed: Literal["learned", "sinusoidal"] = "learned"  # sinusoidal = frozen (Table 2 ablation)
     dropout: float = 0.0  # 0 for the synthetic tasks; miiii uses 0.1
+    # Where dropout acts: "gpt2" = embeddings, attention pattern and each sublayer's output before
+    # its residual add (HF GPT-2, TinyStories); "residual" = the residual stream after each add,
+    # nothing else (the miiii code's block_fn: z = dropout(z + attn(z)), same for the MLP).
+    dropout_at: Literal["gpt2", "residual"] = "gpt2"
     trainable: Trainable = "all"  # which parameters train; "embeddings" is the random transformer
 
     def __post_init__(self) -> None:
@@ -73,6 +77,7 @@ class TransformerConfig:
         _check_choice("act", self.act, ("gelu_tanh", "relu"))
         _check_choice("init", self.init, ("gpt2", "he"))
         _check_choice("pos_embed", self.pos_embed, ("learned", "sinusoidal"))
+        _check_choice("dropout_at", self.dropout_at, ("gpt2", "residual"))
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
         if self.out_sizes is not None and (
@@ -108,7 +113,7 @@ def miiii_config(p: int, d_model: int = 256, n_heads: int = 4, dropout: float = 
     sizes = out_sizes if out_sizes is not None else tuple(primes_below(p))
     fields = dict(d_vocab=p + 1, n_ctx=3, d_model=d_model, n_layers=1, n_heads=n_heads,
                   out_sizes=sizes, act="relu", layernorm=False, bias=False, causal=False,
-                  init="he", dropout=dropout)
+                  init="he", dropout=dropout, dropout_at="residual")
     fields.update(overrides)
     return TransformerConfig(**fields)
 
@@ -166,6 +171,10 @@ class LayerNorm(nn.Module):
 
 
 class Attention(nn.Module):
+    # The fused kernel (SDPA) for long sequences; vmap has no batching rule for it on CPU and
+    # would loop over the stacked seeds, so batched restarts switch to plain matmuls.
+    fused = True
+
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
         h, d, k = cfg.n_heads, cfg.d_model, cfg.d_head
@@ -211,22 +220,24 @@ class Attention(nn.Module):
         # The last query sees every key, so the causal mask only matters for several queries.
         causal = self.cfg.causal and q.shape[2] > 1
         bias = self.cfg.bias
-        if cache is None and key.shape[2] > SHORT_SEQ:
-            dropout = self.cfg.dropout if self.training else 0.0
+        p_drop = self.cfg.dropout if self.cfg.dropout_at == "gpt2" else 0.0  # on the pattern
+        if cache is None and key.shape[2] > SHORT_SEQ and self.fused:
+            dropout = p_drop if self.training else 0.0
             z = F.scaled_dot_product_attention(q, key, v, is_causal=causal, dropout_p=dropout)
-        elif cache is None:
+        elif cache is None and key.shape[2] <= SHORT_SEQ:
             # Few positions (modular addition, miiii: 2-3): broadcast products beat the fused
             # kernel, whose per-call cost dominates when each sequence is this short.
             scores = (q[:, :, :, None, :] * key[:, :, None, :, :]).sum(-1) / math.sqrt(self.cfg.d_head)
             scores = _mask_future(scores) if causal else scores
-            pattern = F.dropout(scores.softmax(-1), self.cfg.dropout, self.training)
+            pattern = F.dropout(scores.softmax(-1), p_drop, self.training)
             z = (pattern[..., None] * v[:, :, None, :, :]).sum(-2)  # [b, h, tq, k]
         else:
             scores = q @ key.transpose(-1, -2) / math.sqrt(self.cfg.d_head)  # [b, h, tq, t]
             scores = _mask_future(scores) if causal else scores
             pattern = scores.softmax(-1)
-            cache[f"{prefix}attn.pattern"] = pattern.detach()
-            z = F.dropout(pattern, self.cfg.dropout, self.training) @ v
+            if cache is not None:
+                cache[f"{prefix}attn.pattern"] = pattern.detach()
+            z = F.dropout(pattern, p_drop, self.training) @ v
         # Sum over heads of z_h @ W_O[h]: [b, h, tq, k] -> [b, tq, d].
         b_, h, tq, k = z.shape
         out = z.transpose(1, 2).reshape(b_, tq, h * k) @ self.W_O.reshape(h * k, -1)
@@ -262,11 +273,16 @@ class Block(nn.Module):
         self.ln2 = LayerNorm(cfg.d_model, cfg.layernorm)
         self.mlp = MLP(cfg)
         self.dropout = nn.Dropout(cfg.dropout)
+        self.on_residual = cfg.dropout_at == "residual"
 
     def forward(self, x: Tensor, last_only: bool = False, cache: dict | None = None,
                 prefix: str = "", past_kv: tuple[Tensor, Tensor] | None = None) -> Tensor:
         resid = x[:, -1:] if last_only else x
-        resid = resid + self.dropout(self.attn(self.ln1(x), last_only, cache, prefix, past_kv))
+        attn = self.attn(self.ln1(x), last_only, cache, prefix, past_kv)
+        if self.on_residual:  # miiii code: dropout(z + f(z))
+            resid = self.dropout(resid + attn)
+            return self.dropout(resid + self.mlp(self.ln2(resid), cache, prefix))
+        resid = resid + self.dropout(attn)  # GPT-2: z + dropout(f(z))
         return resid + self.dropout(self.mlp(self.ln2(resid), cache, prefix))
 
 
@@ -298,7 +314,7 @@ class Transformer(nn.Module):
             # computed (sum of q over primes < 113 is 1,371 of 29 * 113 = 3,277 columns).
             self.register_buffer("out_columns", valid.flatten().nonzero().squeeze(1),
                                  persistent=False)
-        self.embed_dropout = nn.Dropout(cfg.dropout)
+        self.embed_dropout = nn.Dropout(cfg.dropout if cfg.dropout_at == "gpt2" else 0.0)
         self.reset_parameters()
         apply_trainable(self, cfg.trainable)
 
@@ -331,6 +347,8 @@ class Transformer(nn.Module):
 
     def forward(self, tokens: Tensor, last_only: bool = False,
                 cache: dict | None = None) -> Tensor:
+        if last_only and cache is None and self._token_tables_apply(tokens):
+            return self._forward_last_token_tables(tokens)
         if last_only and cache is None and self.share_prefixes:
             shared = self._shared_prefixes(tokens)
             if shared is not None:
@@ -348,6 +366,32 @@ class Transformer(nn.Module):
         if last_only:
             x = x[:, -1]  # [b, d]
         return self.unembed(x)
+
+    def _token_tables_apply(self, tokens: Tensor) -> bool:
+        """One block, embeddings never dropped, and fewer (position, token) pairs than rows."""
+        return (len(self.blocks) == 1 and bool(self.share_prefixes)
+                and not (self.training and self.embed_dropout.p)
+                and (tokens.shape[1] - 1) * self.cfg.d_vocab * 2 <= len(tokens))
+
+    def _forward_last_token_tables(self, tokens: Tensor) -> Tensor:
+        """Last-position logits [b, ...] of a one-block model from key/value tables.
+
+        In one block the keys and values of the earlier positions are projections of the
+        embedding W_E[token] + W_pos[position] alone, so they are computed once per (position,
+        token) pair, [t-1, v] rows instead of [b, t-1] (miiii: 2 x 114 rather than 2 x 3,831 at
+        p = 113), and gathered per row; the query, MLP and readout run at the last position.
+        The same arithmetic as the full forward up to float rounding (tested)."""
+        t = tokens.shape[1]
+        block = self.blocks[0]
+        table = self.W_E[None, :, :] + self.W_pos[: t - 1, None, :]  # [t-1, v, d]
+        k_tab, v_tab = block.attn.keys_values(block.ln1(table))  # [t-1, h, v, k]
+        pos = torch.arange(t - 1, device=tokens.device)[None, :]
+        # advanced indices [1, t-1] and [b, t-1] around the head slice: [b, t-1, h, k]
+        k_pre = k_tab[pos, :, tokens[:, :-1]].transpose(1, 2)
+        v_pre = v_tab[pos, :, tokens[:, :-1]].transpose(1, 2)
+        x = self.W_E[tokens[:, -1:]] + self.W_pos[t - 1 : t]  # [b, 1, d]
+        x = block(x, past_kv=(k_pre, v_pre))
+        return self.unembed(self.ln_final(x[:, -1]))
 
     def _shared_prefixes(self, tokens: Tensor) -> tuple[Tensor, Tensor] | None:
         """(distinct prefixes [u, t-1], row -> prefix index [b]) when the batch repeats its
@@ -372,7 +416,7 @@ class Transformer(nn.Module):
         it is computed for the u distinct prefixes (u = p for modular addition, not b = p^2) and
         its keys and values gathered per row; only the last position is computed per row.  The
         same arithmetic as the full forward, up to float rounding, at about half the FLOPs for
-        [a, b] -> c (benchmarks/bench_train.py: 13.8 -> 7.1 GFLOP per step at width 128).
+        [a, b] -> c (13.8 -> 7.1 GFLOP per step at width 128, p = 199, batch 4000).
         """
         t = tokens.shape[1]
         x_pre = self.embed(prefixes)  # [u, t-1, d]

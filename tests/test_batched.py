@@ -69,10 +69,27 @@ def test_train_grid_batches_restarts_with_the_same_results():
     tcfg = TrainConfig(steps=10, batch_size=16, lr=3e-3, warmup_steps=2, eval_every=5, threads=1,
                        progress=False)
     kinds = ["random transformer", "trained LSTM"]  # the LSTM cannot batch: trained one by one
-    together = train_grid(task, kinds, [16], 3, tcfg, n_heads=2, seed=4)
+    together = train_grid(task, kinds, [16], 3, tcfg, n_heads=2, seed=4, batch_restarts=True)
     apart = train_grid(task, kinds, [16], 3, tcfg, n_heads=2, seed=4, batch_restarts=False)
     cols = ["seed", "train_loss", "test_acc", "train_acc", "steps"]
     a, b = together.metrics[cols], apart.metrics[cols]
     torch.testing.assert_close(torch.tensor(a.to_numpy()), torch.tensor(b.to_numpy()),
                                rtol=1e-4, atol=1e-5)
     assert together.metrics["seed"].nunique() == 3
+
+
+def test_batched_long_sequences_match_separate_runs():
+    # > SHORT_SEQ positions: the fused attention kernel alone, plain matmuls batched
+    from rt_lib.experiments.parentheses import ParenthesesParams
+
+    task = ParenthesesParams(min_pairs=5, max_pairs=6, n_test=40).task()
+    assert task.n_ctx > 8
+    cfg = TransformerConfig(d_vocab=task.d_vocab, n_ctx=task.n_ctx, d_model=16, n_heads=2,
+                            d_vocab_out=task.d_vocab_out, trainable="embeddings")
+    cfgs = configs([5, 6], batch_size=8, steps=6, eval_every=3)
+    together = train_batched([build_model(cfg, i) for i in range(2)], task, cfgs)
+    for i, tcfg in enumerate(cfgs):
+        alone = train(build_model(cfg, i), task, tcfg)
+        cols = [c for c in alone.history.columns if c != "time_s"]
+        torch.testing.assert_close(torch.tensor(together[i].history[cols].to_numpy()),
+                                   torch.tensor(alone.history[cols].to_numpy()), rtol=1e-4, atol=1e-5)

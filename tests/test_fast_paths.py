@@ -50,3 +50,31 @@ def test_miiii_loss_equals_per_head_cross_entropy_over_valid_classes():
         F.cross_entropy(logits[:, i, :q], y[:, i], reduction="none") / torch.log(torch.tensor(q))
         for i, q in enumerate(task.qs)], 1)
     torch.testing.assert_close(task.per_head_loss(logits, y), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_one_block_token_tables_equal_the_full_forward():
+    task = miiii_task(13, "miiii", split="code", train_fraction=0.8)
+    x, _ = task.get_batch(0, None, 0)
+    model = build_model(miiii_config(13, d_model=32, n_heads=4, dropout=0.0), 0)
+    assert model._token_tables_apply(x)  # 2 x 14 (position, token) pairs for 135 rows
+    fast = model(x, last_only=True)
+    model.share_prefixes = False  # every row in full
+    assert not model._token_tables_apply(x)
+    full = model(x)[:, -1]
+    finite = torch.isfinite(full)
+    torch.testing.assert_close(fast[finite], full[finite], rtol=1e-5, atol=1e-5)
+
+
+def test_residual_dropout_leaves_embeddings_and_attention_alone():
+    # the miiii code drops the residual stream after each add, never the embeddings
+    model = build_model(miiii_config(13, d_model=32, n_heads=4, dropout=0.5), 0).train()
+    x = torch.randint(0, 14, (64, 3), generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(model.embed(x), model.W_E[x] + model.W_pos)
+    assert model._token_tables_apply(torch.randint(0, 14, (200, 3)))  # valid while training
+    a, b = model(x, last_only=True), model(x, last_only=True)
+    assert not torch.equal(a, b)  # dropout still acts (on the residual stream)
+    cache = {}
+    model.eval()(x, cache=cache)
+    assert torch.allclose(cache["blocks.0.attn.pattern"].sum(-1), torch.ones(1))
+    gpt2 = build_model(miiii_config(13, d_model=32, n_heads=4, dropout=0.5, dropout_at="gpt2"), 0)
+    assert not torch.equal(gpt2.train().embed(x), gpt2.W_E[x] + gpt2.W_pos)

@@ -76,6 +76,8 @@ class GridParams:
     n_layers: int = 2  # SPEC A: depth 2 for the synthetic tasks
     n_heads: int = 4  # SPEC A
     restarts: int = 1  # seeds per (model, width); the paper: 10
+    batch_restarts: bool = False  # restarts as one stacked model (rt_lib.batched); on CPU only
+    # small models gain (benchmarks/bench_all.py: 1.5-2.3x at width 16), long sequences lose
     steps: int = 1000
     batch_size: int | None = None  # None = full batch (finite tasks only)
     lr: float = 1e-3  # SPEC A
@@ -153,7 +155,8 @@ class GridParams:
                           n_layers=self.n_layers, n_heads=self.n_heads,
                           kind_overrides=self.kind_overrides(), seed=self.seed,
                           checkpoint_dir=checkpoint_dir,
-                          transformer_overrides=self.transformer_overrides(), meta=meta)
+                          transformer_overrides=self.transformer_overrides(), meta=meta,
+                          batch_restarts=self.batch_restarts)
 
 
 def run_task_grid(name: str, params: GridParams, save_models: bool = True,
@@ -179,12 +182,13 @@ def train_grid(task: Task, kinds: Sequence[str], widths: Sequence[int], restarts
                checkpoint_dir: str | None = None,
                transformer_overrides: Mapping[str, Any] | None = None,
                meta: Mapping[str, Any] | None = None,
-               batch_restarts: bool = True) -> GridResult:
+               batch_restarts: bool = False) -> GridResult:
     """Train every model kind at every width ``restarts`` times; seeds derive from ``seed``.
 
     With ``batch_restarts`` the restarts of a transformer train as one stacked model
     (:mod:`rt_lib.batched`; equal to one-by-one runs up to float rounding) where that is supported:
-    no early stop, checkpoints, dropout or bf16, which leaves the paper profiles' 10 restarts.
+    no early stop, checkpoints, dropout or bf16 (the paper profiles' 10 restarts).  Off by default:
+    on CPU it pays only for small models (benchmarks/bench_all.py, group "restarts").
 
     ``kind_overrides`` changes training settings per model kind, e.g.
     ``{"trained LSTM": {"lr": 5e-3}}`` (the paper tuned the LSTM's lr separately, SPEC A).

@@ -28,6 +28,9 @@ from rt_lib.tasks.primes import is_prime
 from rt_lib.train import TrainConfig, TrainResult, log_spaced_steps, train
 
 NAME = "11_miiii_training"
+#: Part of every run's key: bumped when the model's arithmetic changes, so a stored run made by an
+#: older model is retrained, not reused (2: readout over existing classes, dropout placement).
+MODEL_REVISION = 2
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,10 @@ class MiiiiParams:
     d_model: int = 128
     n_heads: int = 4
     dropout: float = 0.2  # without dropout only q in {2, 3} generalise (SPEC B)
+    dropout_at: str = "gpt2"  # "residual": the miiii code's placement (the paper profile; faster:
+    # embeddings undropped, so keys/values come from per-token tables); "gpt2": embeddings,
+    # attention and sublayer outputs, where the CPU recipe was found (with "residual" at p = 37
+    # only q = 2, 3 generalised in 10,000 epochs and T_nanda not in 1,500)
     lr: float = 0.003  # AdamW, constant
     weight_decay: float = 1.0
     beta2: float = 0.98  # AdamW betas (0.9, 0.98)
@@ -70,7 +77,7 @@ class MiiiiParams:
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
         miiii_config(self.p, d_model=self.d_model, n_heads=self.n_heads, dropout=self.dropout,
-                     trainable=self.trainable)  # checks dropout and trainable
+                     trainable=self.trainable, dropout_at=self.dropout_at)  # checks all three
         if self.baseline_epochs is not None and (
                 not isinstance(self.baseline_epochs, int) or self.baseline_epochs < 1):
             raise ValueError(f"baseline_epochs must be a positive integer or None, got {self.baseline_epochs!r}")
@@ -92,7 +99,8 @@ class MiiiiParams:
 
     def model(self, task: MultiPrimeTask) -> nn.Module:
         cfg = miiii_config(self.p, d_model=self.d_model, n_heads=self.n_heads,
-                           dropout=self.dropout, out_sizes=task.qs, trainable=self.trainable)
+                           dropout=self.dropout, out_sizes=task.qs, trainable=self.trainable,
+                           dropout_at=self.dropout_at)
         return build_model(cfg, derive(self.seed, "init") % 2**31)
 
     def epochs_for(self, variant: str, lamb: float) -> int:
@@ -121,7 +129,7 @@ class MiiiiParams:
 
     def run_key(self, variant: str, lamb: float) -> str:
         """Folder name of one run: the variant, lambda and a hash of every setting."""
-        settings = asdict(self) | {"variants": None, "lambda_zero": None, "threads": None,
+        settings = asdict(self) | {"model_revision": MODEL_REVISION, "variants": None, "lambda_zero": None, "threads": None,
                                    "generalised_at": None, "variant": variant,
                                    "grokfast_lambda": lamb, "baseline_epochs": None,
                                    "epochs": self.epochs_for(variant, lamb)}
