@@ -2,6 +2,9 @@
 # Set up (.venv + pinned dependencies) and run every test: the rt_lib unit tests and nbval
 # regression runs of every committed notebook (outputs compared after tests/nbval_sanitize.cfg).
 # Extra arguments go to pytest, e.g. ./run_tests.sh -k model
+# Tests run on RT_TEST_JOBS pytest-xdist workers (default: usable cores / RT_THREADS, at most 4),
+# each with one torch thread; conftest.py keeps each notebook, and notebooks that read each
+# other's results, on one worker in order.  RT_TEST_JOBS=0 runs everything in this process.
 set -euo pipefail
 cd "$(dirname "$0")"
 ./scripts/setup.sh
@@ -10,5 +13,8 @@ source scripts/data_env.sh  # RT_TINYSTORIES: the TinyStories text (notebook 08)
 export TQDM_DISABLE=1  # progress bars would land in the compared stderr outputs
 # nbval writes through the notebooks' own code: keep its results apart from ./results.
 export RT_RESULTS="${RT_RESULTS:-$(mktemp -d)/results}"
+jobs="${RT_TEST_JOBS:-$(.venv/bin/python -c 'from rt_lib.runner import default_jobs; print(default_jobs())')}"
+[ "$jobs" = 1 ] && jobs=0  # one worker: no need for xdist's extra process
 exec .venv/bin/python -m pytest tests notebooks --nbval --nbval-current-env \
-  --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 900 -p no:cacheprovider "$@"
+  --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 900 -p no:cacheprovider \
+  -n "$jobs" --dist loadgroup --no-loadscope-reorder "$@"

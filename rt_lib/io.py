@@ -7,6 +7,7 @@ place, so an interrupted run leaves either the old file or the new one, never ha
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import tempfile
 from collections.abc import Iterator
@@ -19,6 +20,9 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 def results_root() -> Path:
     """``$RT_RESULTS`` if set, else ``results/`` beside the package (never the working dir)."""
     return Path(os.environ.get("RT_RESULTS", PROJECT_ROOT / "results"))
+
+
+RESUME = "resume"  # results/<name>/resume/<run key>/: mid-run checkpoints of an unfinished run
 
 
 def results_dir(name: str, create: bool = True) -> Path:
@@ -54,28 +58,78 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
     return Path(path)
 
 
+# Columns that measure time: they differ on every rerun, so they are kept out of the table.
+TIMING_COLUMNS = ("wall_time_s", "wall_time", "time_s", "seconds")
+
+
 def save_csv(df: Any, path: str | Path) -> Path:
-    """Write a DataFrame as CSV atomically (floats at full precision, no index)."""
+    """Write a DataFrame as CSV atomically (floats at full precision, no index).
+
+    Timing columns (:data:`TIMING_COLUMNS`) are left out of ``path``, so that the same settings
+    and seeds give the same bytes on every rerun; when there are any, the whole table, timings
+    included, goes beside it as ``<stem>.timings.csv``."""
+    path = Path(path)
+    timing = [c for c in df.columns if c in TIMING_COLUMNS]
     with atomic_path(path) as tmp:
-        df.to_csv(tmp, index=False)
-    return Path(path)
+        df.drop(columns=timing).to_csv(tmp, index=False)
+    if timing:
+        with atomic_path(path.with_name(f"{path.stem}.timings.csv")) as tmp:
+            df.to_csv(tmp, index=False)
+    return path
 
 
 def save_figure(fig: Any, path: str | Path, dpi: int = 120) -> Path:
     """Save a matplotlib figure atomically; PNG metadata carries no timestamp or version."""
     path = Path(path)
     fmt = path.suffix.lstrip(".") or "png"
-    metadata = {"Software": None} if fmt == "png" else None
-    if fmt == "pdf":
-        metadata = {"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None}
-    with atomic_path(path) as tmp:
+    import matplotlib
+
+    # No dates, versions or random ids: the same figure gives the same bytes on every rerun.
+    metadata = {"png": {"Software": None},
+                "pdf": {"CreationDate": None, "ModDate": None, "Producer": None, "Creator": None},
+                "svg": {"Date": None, "Creator": None}}.get(fmt)
+    with atomic_path(path) as tmp, matplotlib.rc_context({"svg.hashsalt": "rt-companion"}):
         fig.savefig(tmp, format=fmt, dpi=dpi, bbox_inches="tight", metadata=metadata)
     return path
 
 
+class CorruptFileError(ValueError):
+    """A saved file whose bytes no longer match the sha256 recorded when it was written."""
+
+
+def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def checksum_path(path: str | Path) -> Path:
+    return Path(f"{path}.sha256")
+
+
 def atomic_save_torch(obj: Any, path: str | Path) -> Path:
+    """``torch.save`` atomically, and the file's sha256 beside it (``<path>.sha256``), which
+    :func:`load_torch` checks: a checkpoint damaged on disk is detected, never silently used."""
     import torch
 
     with atomic_path(path) as tmp:
         torch.save(obj, tmp)
+        digest = sha256_file(tmp)
+    atomic_write_text(checksum_path(path), digest + "\n")
     return Path(path)
+
+
+def load_torch(path: str | Path, map_location: Any = "cpu") -> Any:
+    """Load a file :func:`atomic_save_torch` wrote, after checking its sha256; raises
+    :class:`CorruptFileError` when it does not match or was never recorded."""
+    import torch
+
+    path = Path(path)
+    recorded = checksum_path(path)
+    if not recorded.exists():
+        raise CorruptFileError(f"{path}: no recorded sha256 ({recorded.name}); cannot be trusted")
+    if sha256_file(path) != recorded.read_text().strip():
+        raise CorruptFileError(f"{path}: contents do not match the sha256 recorded when saved")
+    return torch.load(path, map_location=map_location, weights_only=False)

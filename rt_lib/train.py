@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from rt_lib.io import atomic_save_torch
+from rt_lib.io import CorruptFileError, atomic_save_torch, load_torch
 from rt_lib.seeding import derive, set_threads
 from rt_lib.tasks.base import Task
 
@@ -211,6 +212,15 @@ def _set_rng_state(state: dict, device: torch.device) -> None:
         torch.cuda.set_rng_state(state["cuda"].cpu(), device)
 
 
+# Settings that do not change what a run computes (where it is saved, how it is shown).
+_BOOKKEEPING = ("checkpoint_path", "checkpoint_every", "resume", "progress")
+
+
+def _same_run(saved: dict, cfg: TrainConfig) -> bool:
+    now = asdict(cfg)
+    return all(saved.get(k) == v for k, v in now.items() if k not in _BOOKKEEPING)
+
+
 def _train(model: nn.Module, task: Task, cfg: TrainConfig,
            grad_hook: Callable[[nn.Module, int], None] | None, desc: str | None,
            device: torch.device) -> TrainResult:
@@ -221,8 +231,13 @@ def _train(model: nn.Module, task: Task, cfg: TrainConfig,
     rows: list[dict[str, float]] = []
     start_step, elapsed_before = 0, 0.0
     ckpt = Path(cfg.checkpoint_path) if cfg.checkpoint_path else None
+    state, finished = None, False
     if cfg.resume and ckpt is not None and ckpt.exists():
-        state = torch.load(ckpt, map_location=device, weights_only=False)
+        try:
+            state = load_torch(ckpt, map_location=device)
+        except CorruptFileError as err:  # rebuilt from step 0, never used
+            warnings.warn(f"{err}: not resumed from it; training from step 0", stacklevel=2)
+    if state is not None:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
@@ -231,20 +246,23 @@ def _train(model: nn.Module, task: Task, cfg: TrainConfig,
             grad_hook.load_state_dict(state.get("grad_hook", {}))
         if "rng" in state:  # dropout continues where the interrupted run left off
             _set_rng_state(state["rng"], device)
+        # A run that ended (all steps, or its early stop) under these very settings is done:
+        # resuming must not train on past its stop.  Other settings (e.g. the stop lifted) go on.
+        finished = state.get("finished", False) and _same_run(state["config"], cfg)
 
     data_seed = derive(cfg.seed, "batches")
     disable = not cfg.progress or os.environ.get("TQDM_DISABLE", "") not in ("", "0")
-    bar = tqdm(range(start_step, cfg.steps), desc=desc or task.name, disable=disable,
-               initial=start_step, total=cfg.steps, leave=False)
+    bar = tqdm(range(start_step, start_step if finished else cfg.steps), desc=desc or task.name,
+               disable=disable, initial=start_step, total=cfg.steps, leave=False)
     t0 = time.perf_counter() - elapsed_before
 
-    def save(step: int) -> None:
+    def save(step: int, finished: bool = False) -> None:
         if ckpt is None:
             return
         state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                  "scheduler": scheduler.state_dict(), "step": step, "history": rows,
                  "time_s": time.perf_counter() - t0, "config": asdict(cfg),
-                 "rng": _rng_state(device)}
+                 "rng": _rng_state(device), "finished": finished}
         if grad_hook is not None and hasattr(grad_hook, "state_dict"):
             state["grad_hook"] = grad_hook.state_dict()
         atomic_save_torch(state, ckpt)
@@ -280,9 +298,9 @@ def _train(model: nn.Module, task: Task, cfg: TrainConfig,
         if cfg.checkpoint_every and (step + 1) % cfg.checkpoint_every == 0:
             save(step + 1)
     else:
-        step = cfg.steps
+        step = start_step if finished else cfg.steps
     bar.close()
-    save(step)
+    save(step, finished=True)
     history = pd.DataFrame(rows)
     return TrainResult(model=model, history=history, wall_time_s=time.perf_counter() - t0,
                        steps_done=step, config=cfg)

@@ -1,4 +1,5 @@
 import json
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -24,6 +25,14 @@ def test_save_csv_round_trip(tmp_path):
     df = pd.DataFrame({"a": [1, 2], "b": [0.1, 0.25]})
     save_csv(df, tmp_path / "x.csv")
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "x.csv"), df)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.csv"]
+
+
+def test_save_csv_keeps_timings_out_of_the_table(tmp_path):
+    df = pd.DataFrame({"model": ["a", "b"], "acc": [0.5, 1.0], "wall_time_s": [3.2, 4.1]})
+    save_csv(df, tmp_path / "metrics.csv")
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "metrics.csv"), df[["model", "acc"]])
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "metrics.timings.csv"), df)
 
 
 def test_results_dir_follows_environment(results_tmp):
@@ -135,3 +144,23 @@ def test_committed_notebooks_have_parameters_cell_and_outputs():
         first_code = next(c for c in nb["cells"] if c["cell_type"] == "code")
         assert "parameters" in first_code["metadata"].get("tags", []), path.name
         assert any(c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code"), path.name
+
+
+@pytest.mark.parametrize("fmt", ["png", "pdf", "svg"])
+def test_a_figure_saved_twice_is_byte_identical(tmp_path, fmt):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from rt_lib.io import save_figure
+
+    paths = []
+    for i in range(2):
+        fig, ax = plt.subplots()
+        ax.plot([0, 1, 2], [1, 0, 2], label="x")
+        ax.legend()
+        paths.append(save_figure(fig, tmp_path / f"f{i}.{fmt}"))
+        plt.close(fig)
+        time.sleep(1.1 if i == 0 else 0)  # a timestamp in the file would now differ
+    assert paths[0].read_bytes() == paths[1].read_bytes()

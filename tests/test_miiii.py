@@ -134,7 +134,8 @@ def test_a_miiii_run_is_resumed_not_retrained(results_tmp):
     assert runs_to_do(params) == [("miiii", 2.0), ("miiii", 0.0)]  # plus the lambda = 0 run
     first = run(params)
     folder = first[0].folder
-    assert sorted(p.name for p in (folder / "snapshots").iterdir()) == ["step_1.pt", "step_30.pt", "step_5.pt"]
+    snapshots = sorted(p.name for p in (folder / "snapshots").glob("*.pt"))
+    assert snapshots == ["step_1.pt", "step_30.pt", "step_5.pt"]  # each with its .sha256
     again = run(params)  # same settings: resumed from last.pt at epoch 30, nothing retrained
     assert again[0].result.steps_done == 30
     assert again[0].result.history.equals(first[0].result.history)

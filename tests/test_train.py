@@ -180,7 +180,7 @@ def test_log_spaced_evaluation_and_kept_snapshots(tmp_path):
     res = train(model, tiny_task(), quick(steps=20, eval_log_points=3, snapshot_steps=(2, 20),
                                           snapshot_dir=str(tmp_path)))
     assert res.history["step"].tolist() == [1, 4, 20]  # logspace(0, log10 20, 3) rounded
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["step_2.pt", "step_20.pt"]
+    assert sorted(p.name for p in tmp_path.glob("*.pt")) == ["step_2.pt", "step_20.pt"]
     last = torch.load(tmp_path / "step_20.pt")
     assert last["step"] == 20 and torch.equal(last["state_dict"]["W_E"], model.W_E.detach())
     early = torch.load(tmp_path / "step_2.pt")["state_dict"]["W_E"]

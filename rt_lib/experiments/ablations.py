@@ -14,7 +14,7 @@ import pandas as pd
 import yaml
 
 from rt_lib.experiments import decimal_addition, modular_addition, needle, parentheses
-from rt_lib.experiments.common import (GridParams, check_kinds, check_positive_ints,
+from rt_lib.experiments.common import (MODEL_KINDS, GridParams, check_positive_ints,
                                        from_namespace)
 from rt_lib.io import PROJECT_ROOT
 
@@ -45,7 +45,10 @@ def task_params(task: str, profile: str, **changes) -> GridParams:
     if profile != "cpu":
         path = PROJECT_ROOT / "configs" / profile / f"{module.NAME}.yaml"
         if not path.exists():
-            raise ValueError(f"task_profile={profile!r}: {path.relative_to(PROJECT_ROOT)} is missing")
+            known = ["cpu"] + sorted(p.name for p in (PROJECT_ROOT / "configs").iterdir()
+                                     if p.is_dir() and p.name != "cpu")
+            raise ValueError(f"task_profile={profile!r}: {path.relative_to(PROJECT_ROOT)} is "
+                             f"missing; profiles: {', '.join(known)}")
         settings = yaml.safe_load(path.read_text()) or {}
     return cls(**{**settings, **changes})
 
@@ -59,7 +62,7 @@ class AblationParams:
     steps: int | None = None  # None: each task's own steps
     restarts: int = 1
     seed: int = 0
-    threads: int | None = 2
+    threads: int | None = None  # None: $RT_THREADS or 1 (seeding.set_threads)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tasks", tuple(self.tasks))
@@ -67,7 +70,10 @@ class AblationParams:
         unknown = [t for t in self.tasks if t not in TASKS]
         if unknown or not self.tasks:
             raise ValueError(f"tasks={list(self.tasks)!r}: each must be one of {list(TASKS)}")
-        check_kinds(self.variants)
+        bad = [v for v in self.variants if v not in MODEL_KINDS]  # any kind may be compared
+        if bad or not self.variants:
+            raise ValueError(f"variants={list(self.variants)!r}: each must be one of "
+                             f"{list(MODEL_KINDS)}")
         if self.widths is not None:
             object.__setattr__(self, "widths", tuple(self.widths))
             check_positive_ints("widths", self.widths)

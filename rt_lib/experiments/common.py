@@ -7,16 +7,16 @@ training loop and returns a metrics table with a row per run (seeded and recorde
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import pandas as pd
-import torch
 from torch import nn
 
 from rt_lib.batched import can_batch, train_batched
-from rt_lib.io import atomic_save_torch, results_dir
+from rt_lib.io import RESUME, atomic_save_torch, load_torch, results_dir
 from rt_lib.model import LSTMConfig, TransformerConfig, build_model, count_params
 from rt_lib.seeding import derive
 from rt_lib.tasks.base import Task
@@ -89,7 +89,7 @@ class GridParams:
     eval_every: int = 100
     stop_at_test_acc: float | None = None  # stop a run early at this test accuracy
     seed: int = 0
-    threads: int | None = 2
+    threads: int | None = None  # None: $RT_THREADS or 1 (seeding.set_threads)
     bf16: bool = False
     device: str = "auto"
 
@@ -150,13 +150,14 @@ class GridParams:
         return {}
 
     def run_grid(self, task: Task, checkpoint_dir: str | None = None,
-                 meta: Mapping[str, Any] | None = None) -> "GridResult":
+                 meta: Mapping[str, Any] | None = None,
+                 resume_dir: str | None = None) -> "GridResult":
         return train_grid(task, self.models, self.widths, self.restarts, self.train_config(),
                           n_layers=self.n_layers, n_heads=self.n_heads,
                           kind_overrides=self.kind_overrides(), seed=self.seed,
                           checkpoint_dir=checkpoint_dir,
                           transformer_overrides=self.transformer_overrides(), meta=meta,
-                          batch_restarts=self.batch_restarts)
+                          batch_restarts=self.batch_restarts, resume_dir=resume_dir)
 
 
 def run_task_grid(name: str, params: GridParams, save_models: bool = True,
@@ -166,7 +167,17 @@ def run_task_grid(name: str, params: GridParams, save_models: bool = True,
     ``task``: the task already built from ``params`` (saves building it twice)."""
     task = task if task is not None else params.task()
     ckpt = str(results_dir(name) / "models") if save_models else None
-    return task, params.run_grid(task, ckpt, meta={"notebook": name, "params": params})
+    return task, params.run_grid(task, ckpt, meta={"notebook": name, "params": params},
+                                 resume_dir=resume_dir(name))
+
+
+def resume_dir(name: str) -> str | None:
+    """Where a grid run under ``./run_all.sh`` keeps mid-run checkpoints: named by the run's
+    content key (``$RT_RUN_KEY``, set by the runner), so an interrupted run resumes only with
+    exactly the same inputs; the runner deletes the folder once the notebook finished.  None
+    outside the runner (interactive sessions, nbval): nothing is kept."""
+    key = os.environ.get("RT_RUN_KEY")
+    return str(results_dir(name) / RESUME / key[:16]) if key else None
 
 
 @dataclass
@@ -182,7 +193,7 @@ def train_grid(task: Task, kinds: Sequence[str], widths: Sequence[int], restarts
                checkpoint_dir: str | None = None,
                transformer_overrides: Mapping[str, Any] | None = None,
                meta: Mapping[str, Any] | None = None,
-               batch_restarts: bool = False) -> GridResult:
+               batch_restarts: bool = False, resume_dir: str | None = None) -> GridResult:
     """Train every model kind at every width ``restarts`` times; seeds derive from ``seed``.
 
     With ``batch_restarts`` the restarts of a transformer train as one stacked model
@@ -194,6 +205,8 @@ def train_grid(task: Task, kinds: Sequence[str], widths: Sequence[int], restarts
     ``{"trained LSTM": {"lr": 5e-3}}`` (the paper tuned the LSTM's lr separately, SPEC A).
     ``transformer_overrides`` go to every transformer's config (e.g. ``{"dropout": 0.1}``);
     ``meta`` is stored in every checkpoint (what rebuilds the task).
+    ``resume_dir``: each run checkpoints there (every tenth of its steps) and resumes from it, so
+    an interrupted grid continues where it stopped and ends as the uninterrupted one would.
     """
     rows, result = [], GridResult(metrics=pd.DataFrame())
     for width in widths:
@@ -204,7 +217,13 @@ def train_grid(task: Task, kinds: Sequence[str], widths: Sequence[int], restarts
             seeds = [derive(seed, f"restart{r}") % 2**31 for r in range(restarts)]
             tcfgs = [replace(train_cfg, seed=s, **extra) for s in seeds]
             models = [build_model(cfg, derive(s, "init")) for s in seeds]
-            if batch_restarts and restarts > 1 and can_batch(cfg, tcfgs[0]):
+            batched = batch_restarts and restarts > 1 and can_batch(cfg, tcfgs[0])
+            if resume_dir is not None and not batched:
+                slug = kind.replace(" ", "_")
+                tcfgs = [replace(c, resume=True, checkpoint_every=max(c.steps // 10, 1),
+                                 checkpoint_path=f"{resume_dir}/{slug}_d{width}_r{r}.pt")
+                         for r, c in enumerate(tcfgs)]
+            if batched:
                 results = train_batched(models, task, tcfgs)
             else:
                 results = [train(m, task, c, desc=f"{kind} d={width} #{r}")
@@ -236,7 +255,7 @@ def train_grid(task: Task, kinds: Sequence[str], widths: Sequence[int], restarts
 
 def load_checkpoint(path: str) -> nn.Module:
     """Rebuild a model saved by :func:`train_grid` (config + weights)."""
-    state = torch.load(path, map_location="cpu", weights_only=False)
+    state = load_torch(path)
     model = build_model(state["config"], 0)
     model.load_state_dict(state["state_dict"])
     return model.eval()

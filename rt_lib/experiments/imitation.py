@@ -50,6 +50,8 @@ class ImitationParams(GridParams):
 
     def check_task(self) -> None:
         check_positive_ints("d_vocab", [self.d_vocab])
+        if self.d_vocab < 2:
+            raise ValueError(f"d_vocab must be at least 2 (tokens to tell apart), got {self.d_vocab}")
         check_positive_ints("n_ctx", [self.n_ctx])
         check_positive_ints("target_layers", [self.target_layers])
         check_positive_ints("target_heads", [self.target_heads])

@@ -11,16 +11,16 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import torch
 from torch import nn
 
 from rt_lib.experiments.common import from_namespace
 from rt_lib.grokfast import Grokfast
-from rt_lib.io import results_dir
+from rt_lib.io import atomic_save_torch, results_dir
 from rt_lib.model import build_model, miiii_config
 from rt_lib.seeding import derive
 from rt_lib.tasks.miiii import VARIANTS, MultiPrimeTask, miiii_task
@@ -28,9 +28,19 @@ from rt_lib.tasks.primes import is_prime
 from rt_lib.train import TrainConfig, TrainResult, log_spaced_steps, train
 
 NAME = "11_miiii_training"
-#: Part of every run's key: bumped when the model's arithmetic changes, so a stored run made by an
-#: older model is retrained, not reused (2: readout over existing classes, dropout placement).
-MODEL_REVISION = 2
+#: The sources that decide what a run computes (model, task, loop, filter, seeds): their hash is
+#: part of every run's key, so a stored run made by other code is retrained, never reused.
+TRAINING_SOURCES = ("model.py", "train.py", "grokfast.py", "seeding.py", "tasks/base.py",
+                    "tasks/miiii.py", "tasks/primes.py")
+
+
+@cache
+def training_code_digest() -> str:
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for rel in TRAINING_SOURCES:
+        h.update(rel.encode() + b"\0" + (root / rel).read_bytes() + b"\0")
+    return h.hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -64,7 +74,7 @@ class MiiiiParams:
     generalised_at: float = 0.95  # validation accuracy counted as generalised
     trainable: str = "all"  # "embeddings": the random transformer of Zhong & Andreas (notebook 15)
     seed: int = 0
-    threads: int | None = 2  # torch threads
+    threads: int | None = None  # torch threads; None: $RT_THREADS or 1 (seeding.set_threads)
     device: str = "auto"
 
     def __post_init__(self) -> None:
@@ -78,6 +88,8 @@ class MiiiiParams:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
         miiii_config(self.p, d_model=self.d_model, n_heads=self.n_heads, dropout=self.dropout,
                      trainable=self.trainable, dropout_at=self.dropout_at)  # checks all three
+        if not isinstance(self.epochs, int) or self.epochs < 1:
+            raise ValueError(f"epochs must be a positive integer, got {self.epochs!r}")
         if self.baseline_epochs is not None and (
                 not isinstance(self.baseline_epochs, int) or self.baseline_epochs < 1):
             raise ValueError(f"baseline_epochs must be a positive integer or None, got {self.baseline_epochs!r}")
@@ -128,11 +140,12 @@ class MiiiiParams:
         return Grokfast(self.grokfast_alpha, lamb, self.grokfast_init) if lamb > 0 else None
 
     def run_key(self, variant: str, lamb: float) -> str:
-        """Folder name of one run: the variant, lambda and a hash of every setting."""
-        settings = asdict(self) | {"model_revision": MODEL_REVISION, "variants": None, "lambda_zero": None, "threads": None,
-                                   "generalised_at": None, "variant": variant,
-                                   "grokfast_lambda": lamb, "baseline_epochs": None,
-                                   "epochs": self.epochs_for(variant, lamb)}
+        """Folder name of one run: the variant, lambda and a hash of every setting and of the
+        training code (:data:`TRAINING_SOURCES`)."""
+        settings = asdict(self) | {"code": training_code_digest(), "variants": None,
+                                   "lambda_zero": None, "threads": None, "generalised_at": None,
+                                   "baseline_epochs": None, "variant": variant,
+                                   "grokfast_lambda": lamb, "epochs": self.epochs_for(variant, lamb)}
         digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:10]
         return f"{variant}_lambda{lamb:g}_{digest}"
 
@@ -170,8 +183,8 @@ def run(params: MiiiiParams, name: str = NAME) -> list[MiiiiRun]:
         result = train(params.model(task), task, config,
                        grad_hook=params.grokfast(lamb), desc=f"T_{variant} λ={lamb:g}")
         result.model.cpu()  # the analyses run on CPU, also after a GPU paper run
-        torch.save({"params": params, "variant": variant, "lamb": lamb,
-                    "config": result.model.cfg}, folder / "run.pt")
+        atomic_save_torch({"params": params, "variant": variant, "lamb": lamb,
+                           "config": result.model.cfg}, folder / "run.pt")
         out.append(MiiiiRun(variant, lamb, task, result, folder))
     return out
 

@@ -19,6 +19,7 @@ from torch import nn
 from rt_lib import fourier
 from rt_lib.experiments.common import from_namespace
 from rt_lib.experiments.miiii import MiiiiParams, MiiiiRun, run
+from rt_lib.io import load_torch
 from rt_lib.model import build_model
 
 NAME_EMBEDDINGS = "12_miiii_embeddings"
@@ -34,8 +35,11 @@ def training_params(train_params: dict[str, Any], variants: tuple[str, ...],
     if unknown:
         raise ValueError(f"train_params has unknown keys {sorted(unknown)}; "
                          f"allowed: {sorted(MiiiiParams.__dataclass_fields__)}")
-    return MiiiiParams(**(train_params | {"variants": tuple(variants), "lambda_zero": False}
-                          | overrides))
+    try:
+        return MiiiiParams(**(train_params | {"variants": tuple(variants), "lambda_zero": False}
+                              | overrides))
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"train_params (notebook 11's parameters): {err}") from None
 
 
 def load_runs(params: MiiiiParams) -> dict[str, MiiiiRun]:
@@ -52,7 +56,7 @@ def snapshot_models(r: MiiiiRun) -> dict[int, nn.Module]:
     if not paths:
         raise FileNotFoundError(f"no weight snapshots in {r.folder / 'snapshots'}")
     for path in paths:
-        state = torch.load(path, map_location="cpu", weights_only=False)
+        state = load_torch(path)
         model = build_model(cfg, 0)
         model.load_state_dict(state["state_dict"])
         out[int(state["step"])] = model.eval()

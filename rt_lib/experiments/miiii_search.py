@@ -63,10 +63,11 @@ class SearchParams:
         if not isinstance(self.space, dict) or not self.space:
             raise ValueError(f"space must be a non-empty dict of name -> values, got {self.space!r}")
         fields_ = set(MiiiiParams.__dataclass_fields__)
-        bad = [k for k in self.space if k not in fields_]
-        bad += [k for k in self.fixed if k not in fields_]
-        if bad:
-            raise ValueError(f"unknown hyperparameters {bad}; allowed: {sorted(fields_)}")
+        for name, given in (("space", self.space), ("fixed", self.fixed)):
+            bad = [k for k in given if k not in fields_]
+            if bad:
+                raise ValueError(f"{name}: unknown hyperparameters {bad}; "
+                                 f"allowed: {sorted(fields_)}")
         both = set(self.space) & set(self.fixed)
         if both:
             raise ValueError(f"{sorted(both)} are both searched (space) and fixed")

@@ -29,7 +29,7 @@ from rt_lib.experiments.memorisation import MemorisationParams
 from rt_lib.experiments.modular_addition import ModularAdditionParams
 from rt_lib.experiments.needle import NeedleParams
 from rt_lib.experiments.tinystories import TinyStoriesParams
-from rt_lib.io import results_dir, results_root
+from rt_lib.io import load_torch, results_dir, results_root
 from rt_lib.seeding import derive, set_threads
 from rt_lib.tasks.base import IGNORE, Task
 
@@ -56,7 +56,7 @@ class SubspaceParams:
     fallback_width: int = 128  # models trained here when a notebook left no checkpoint
     fallback_steps: int = 300
     seed: int = 0
-    threads: int | None = 2
+    threads: int | None = None  # None: $RT_THREADS or 1 (seeding.set_threads)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tasks", tuple(self.tasks))
@@ -88,7 +88,7 @@ def find_checkpoint(notebook: str, kind: str) -> Path | None:
             best = (width, path)
     if best is None:
         return None
-    state = torch.load(best[1], map_location="cpu", weights_only=False)
+    state = load_torch(best[1])
     return best[1] if "params" in state else None  # older checkpoints cannot rebuild the task
 
 
@@ -97,7 +97,7 @@ def load_or_train(task_name: str, kind: str, params: SubspaceParams) -> tuple[nn
     notebook, params_cls, _ = SOURCES[task_name]
     path = find_checkpoint(notebook, kind)
     if path is not None:
-        state = torch.load(path, map_location="cpu", weights_only=False)
+        state = load_torch(path)
         return load_checkpoint(str(path)), state["params"].task(), str(path.relative_to(results_root()))
     small = replace(params_cls(), models=(kind,), widths=(params.fallback_width,), restarts=1,
                     steps=params.fallback_steps, trained_steps=None, seed=params.seed,

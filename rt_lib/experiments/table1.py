@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from rt_lib.experiments.common import from_namespace
+from rt_lib.experiments.common import check_positive_ints, from_namespace
 from rt_lib.io import results_dir
 
 NAME = "07_table1"
@@ -35,6 +35,7 @@ class Table1Params:
     def __post_init__(self) -> None:
         if self.widths is not None:
             object.__setattr__(self, "widths", tuple(self.widths))
+            check_positive_ints("widths", self.widths)
 
     @classmethod
     def from_namespace(cls, namespace):

@@ -8,13 +8,15 @@ same prompts by both kinds of model.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 from torch import nn
 
-from rt_lib.data import Stories, load_tinystories
+from rt_lib.data import ENV_VAR, HOW_TO_GET_DATA, Stories, load_tinystories
 from rt_lib.experiments.common import GridParams, GridResult, run_task_grid
 from rt_lib.text import MIN_VOCAB, BPETokenizer, LanguageModelling, cached_tokenizer, generate
 
@@ -78,6 +80,15 @@ class TinyStoriesParams(GridParams):
             raise ValueError("prompts must be a non-empty list of non-empty strings")
         if self.sample_width is not None and self.sample_width not in self.widths:
             raise ValueError(f"sample_width={self.sample_width} is not one of widths={list(self.widths)}")
+        if not self.from_hub:  # the data must exist before any work, not after 01-07 ran
+            where = self.data_path or os.environ.get(ENV_VAR)
+            if where is None:
+                raise FileNotFoundError(f"data_path: not set and ${ENV_VAR} is empty. "
+                                        + HOW_TO_GET_DATA)
+            if not Path(where).exists():
+                source = "data_path" if self.data_path else f"${ENV_VAR}"
+                raise FileNotFoundError(f"data_path: {source}={str(where)!r} does not exist. "
+                                        + HOW_TO_GET_DATA)
         if self.temperature < 0 or self.sample_tokens < 1:
             raise ValueError("temperature must be >= 0 and sample_tokens >= 1")
 

@@ -1,0 +1,82 @@
+"""Bad parameters, for every notebook: ``./run_all.sh`` refuses them before any work, with a
+message naming the notebook, the parameter and (for a choice) what is allowed.
+
+Each case goes through :func:`rt_lib.runner.plan`, i.e. the notebook's own parameters cell plus
+the injected value, built by the validator the notebook itself calls."""
+
+from __future__ import annotations
+
+import pytest
+
+from rt_lib import runner
+
+pytestmark = pytest.mark.fault
+
+# (notebook, parameter, bad value, text the message must contain besides the parameter name)
+CASES = [
+    ("01", "p", 1, ""),
+    ("01", "train_fraction", 1.5, ""),
+    ("01", "models", ["random mlp"], "random transformer"),
+    ("01", "widths", [0], ""),
+    ("01", "steps", "many", ""),
+    ("01", "lr", -1.0, ""),
+    ("01", "device", "tpu", "cuda"),
+    ("02", "max_keys", 0, ""),
+    ("02", "batch_size", -4, ""),
+    ("02", "restarts", 0, ""),
+    ("03", "n_digits", 0, ""),
+    ("03", "models", ["trained gru"], "trained LSTM"),
+    ("04", "min_pairs", 20, ""),
+    ("04", "n_heads", 0, ""),
+    ("05", "n", 0, ""),
+    ("05", "widths", [16.5], ""),
+    ("06", "tasks", ["sorting"], "decimal addition"),
+    ("06", "variants", ["random: nothing"], "random transformer"),
+    ("06", "task_profile", "gpu", "paper"),
+    ("07", "widths", [-16], ""),
+    ("08", "vocab_size", 10, ""),
+    ("08", "data_path", "/nonexistent/tinystories", "does not exist"),
+    ("08", "temperature", -1.0, ""),
+    ("08", "sample_width", 7, "widths"),
+    ("09", "tasks", ["sorting"], "modular addition"),
+    ("09", "k", 0, ""),
+    ("10", "target_widths", [0], ""),
+    ("10", "d_vocab", 1, ""),
+    ("11", "p", 36, "prime"),
+    ("11", "variants", ["miiii", "collatz"], "nanda"),
+    ("11", "split", "random", "code"),
+    ("11", "dropout_at", "everywhere", "residual"),
+    ("11", "dropout", 1.0, ""),
+    ("11", "epochs", 0, ""),
+    ("12", "variants", ["collatz"], "miiii"),
+    ("12", "fractions", [1.5], ""),
+    ("12", "train_params", {"p": 36}, "prime"),
+    ("13", "variant", "collatz", "miiii"),
+    ("13", "n_neurons", 0, ""),
+    ("14", "objective", "test_acc", "valid_acc"),
+    ("14", "n_trials", 0, ""),
+    ("14", "space", {"colour": [1, 2]}, ""),
+    ("15", "widths", [0], ""),
+    ("15", "variants", ["collatz"], "miiii"),
+]
+
+
+@pytest.mark.parametrize("notebook, name, value, allowed", CASES,
+                         ids=[f"{nb}-{name}={value!r}" for nb, name, value, _ in CASES])
+def test_bad_parameter_is_refused_naming_it(notebook, name, value, allowed, results_tmp):
+    with pytest.raises(runner.RunError) as info:
+        runner.plan("cpu", [notebook], {name: value})
+    message = str(info.value)
+    assert message.startswith(next(iter(runner.select([notebook]))))  # names the notebook
+    assert name in message and allowed in message, message
+    assert not results_tmp.exists()  # nothing written
+
+
+def test_every_notebook_has_bad_input_cases_and_a_validator():
+    books = runner.available_notebooks()
+    assert {nb for nb, *_ in CASES} == {name[:2] for name in books}
+    assert set(runner.VALIDATORS) == set(books)
+
+
+def test_defaults_of_every_notebook_pass_their_validator():
+    assert len(runner.plan("cpu", None, {})) == len(runner.available_notebooks())
