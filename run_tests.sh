@@ -17,4 +17,4 @@ jobs="${RT_TEST_JOBS:-$(.venv/bin/python -c 'from rt_lib.runner import default_j
 [ "$jobs" = 1 ] && jobs=0  # one worker: no need for xdist's extra process
 exec .venv/bin/python -m pytest tests notebooks --nbval --nbval-current-env \
   --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 900 -p no:cacheprovider \
-  -n "$jobs" --dist loadgroup --no-loadscope-reorder "$@"
+  -n "$jobs" --dist loadscope --no-loadscope-reorder "$@"

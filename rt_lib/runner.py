@@ -107,14 +107,15 @@ def needs() -> dict[str, frozenset[str]]:
     """{notebook: the notebooks whose results it reads}, from the experiments' own source tables.
 
     Run together, a notebook starts only after these finished (07 and 09 would otherwise report
-    missing restarts or train fallbacks; 12 and 13 would train 11's runs a second time)."""
-    from rt_lib.experiments import miiii, miiii_analysis, subspace, table1
+    missing restarts or train fallbacks; 12, 13 and 15 would train 11's runs a second time)."""
+    from rt_lib.experiments import miiii, miiii_analysis, random_miiii, subspace, table1
 
     return {
         table1.NAME: frozenset(nb for nb, _ in table1.SOURCES.values()),
         subspace.NAME: frozenset(nb for nb, *_ in subspace.SOURCES.values()),
         miiii_analysis.NAME_EMBEDDINGS: frozenset({miiii.NAME}),
         miiii_analysis.NAME_NEURONS: frozenset({miiii.NAME}),
+        random_miiii.NAME: frozenset({miiii.NAME}),  # compares with 11's trained runs
     }
 
 
