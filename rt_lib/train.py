@@ -300,7 +300,8 @@ def _train(model: nn.Module, task: Task, cfg: TrainConfig,
     else:
         step = start_step if finished else cfg.steps
     bar.close()
-    save(step, finished=True)
+    if not finished:  # a finished run loaded as it was is left byte for byte (results manifest)
+        save(step, finished=True)
     history = pd.DataFrame(rows)
     return TrainResult(model=model, history=history, wall_time_s=time.perf_counter() - t0,
                        steps_done=step, config=cfg)

@@ -306,3 +306,12 @@ def test_an_interrupted_grid_resumes_and_ends_as_the_uninterrupted_one(tmp_path)
     for key, history in reference.histories.items():
         pd.testing.assert_frame_equal(resumed.histories[key].drop(columns="time_s"),
                                       history.drop(columns="time_s"))
+
+
+def test_a_finished_run_that_is_reused_is_left_byte_for_byte(tmp_path):
+    task = modular_addition(7, train_fraction=0.8, split_seed=0)
+    ckpt = tmp_path / "last.pt"
+    train(_model(), task, _tiny(checkpoint_path=str(ckpt), resume=True))
+    before = ckpt.read_bytes()
+    again = train(_model(), task, _tiny(checkpoint_path=str(ckpt), resume=True))
+    assert again.steps_done == 40 and ckpt.read_bytes() == before  # else notebook 11 looks stale

@@ -183,8 +183,9 @@ def run(params: MiiiiParams, name: str = NAME) -> list[MiiiiRun]:
         result = train(params.model(task), task, config,
                        grad_hook=params.grokfast(lamb), desc=f"T_{variant} λ={lamb:g}")
         result.model.cpu()  # the analyses run on CPU, also after a GPU paper run
-        atomic_save_torch({"params": params, "variant": variant, "lamb": lamb,
-                           "config": result.model.cfg}, folder / "run.pt")
+        if not (folder / "run.pt").exists():  # reused runs stay untouched (results manifest)
+            atomic_save_torch({"params": params, "variant": variant, "lamb": lamb,
+                               "config": result.model.cfg}, folder / "run.pt")
         out.append(MiiiiRun(variant, lamb, task, result, folder))
     return out
 
