@@ -31,12 +31,23 @@ from rt_lib.train import (TrainConfig, TrainResult, evaluate, log_spaced_steps, 
                           prepare, resolve_device)
 
 
-def can_batch(model_cfg: object, cfg: TrainConfig) -> bool:
-    """Whether restarts of this model and training configuration can train as one batched model."""
+def unsupported(model_cfg: object, cfg: TrainConfig) -> str | None:
+    """Why restarts of this model and training configuration cannot train as one batched model
+    (None: they can)."""
     from rt_lib.model import TransformerConfig
 
-    return (isinstance(model_cfg, TransformerConfig) and not model_cfg.dropout
-            and not (cfg.checkpoint_path or cfg.stop_metric or cfg.bf16))
+    if not isinstance(model_cfg, TransformerConfig):
+        return "batched training stacks transformers only"
+    if model_cfg.dropout:
+        return "batched training does not support dropout"
+    if cfg.checkpoint_path or cfg.stop_metric or cfg.bf16:
+        return "batched training supports no checkpoints, early stop or bf16"
+    return None
+
+
+def can_batch(model_cfg: object, cfg: TrainConfig) -> bool:
+    """Whether restarts of this model and training configuration can train as one batched model."""
+    return unsupported(model_cfg, cfg) is None
 
 
 def _check(models: Sequence[nn.Module], cfgs: Sequence[TrainConfig]) -> None:
@@ -46,12 +57,11 @@ def _check(models: Sequence[nn.Module], cfgs: Sequence[TrainConfig]) -> None:
     for cfg in cfgs:
         if replace(cfg, seed=first.seed) != first:
             raise ValueError("batched runs may differ in their seed only")
-    if first.checkpoint_path or first.stop_metric or first.bf16:
-        raise ValueError("batched training supports no checkpoints, early stop or bf16")
     if any(getattr(m, "cfg", None) != getattr(models[0], "cfg", None) for m in models):
         raise ValueError("batched runs need one model configuration")
-    if getattr(models[0].cfg, "dropout", 0.0):
-        raise ValueError("batched training does not support dropout")
+    reason = unsupported(getattr(models[0], "cfg", None), first)
+    if reason:
+        raise ValueError(reason)
 
 
 class BatchedRestarts:

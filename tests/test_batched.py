@@ -1,10 +1,12 @@
 """Restarts trained as one batched model equal the same restarts trained one by one."""
 
+from dataclasses import replace
+
 import pytest
 import torch
 
-from rt_lib.batched import train_batched
-from rt_lib.model import TransformerConfig, build_model
+from rt_lib.batched import can_batch, train_batched
+from rt_lib.model import LSTMConfig, TransformerConfig, build_model
 from rt_lib.tasks.modular import modular_addition
 from rt_lib.train import TrainConfig, train
 
@@ -50,6 +52,15 @@ def test_batched_refuses_what_it_cannot_batch():
         train_batched(models, task, configs([1, 2], checkpoint_path="x.pt"))
     with pytest.raises(ValueError, match="one TrainConfig per model"):
         train_batched(models, task, configs([1]))
+    dropped = replace(cfg, dropout=0.1)
+    with pytest.raises(ValueError, match="dropout"):
+        train_batched([build_model(dropped, 0), build_model(dropped, 1)], task, configs([1, 2]))
+    lstm = LSTMConfig(d_vocab=task.d_vocab, d_model=16, d_vocab_out=task.d_vocab_out)
+    with pytest.raises(ValueError, match="transformers only"):
+        train_batched([build_model(lstm, 0), build_model(lstm, 1)], task, configs([1, 2]))
+    # what train_grid asks before it batches: the same conditions
+    assert can_batch(cfg, configs([1])[0]) and not can_batch(dropped, configs([1])[0])
+    assert not can_batch(lstm, configs([1])[0])
 
 
 def test_vocab_prefixes_equal_the_full_forward():
