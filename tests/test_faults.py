@@ -315,3 +315,21 @@ def test_a_finished_run_that_is_reused_is_left_byte_for_byte(tmp_path):
     before = ckpt.read_bytes()
     again = train(_model(), task, _tiny(checkpoint_path=str(ckpt), resume=True))
     assert again.steps_done == 40 and ckpt.read_bytes() == before  # else notebook 11 looks stale
+
+
+def test_a_real_notebook_run_twice_writes_identical_tables(tmp_path):
+    # Notebook 05 at a small profile: large enough for its own claim (trained >= 2x random bits
+    # per parameter; at n = 16, width 8 it fails and the notebook stops), small enough for seconds.
+    tiny = ["--only", "05", "--set", "n=64", "--set", "widths=[16]", "--set", "steps=150",
+            "--set", "eval_every=50", "--set", "warmup_steps=10"]
+    first, second = [_run_all(runner.NOTEBOOKS, tmp_path / run, *tiny) for run in "ab"]
+    assert first.returncode == 0 and second.returncode == 0, first.stderr[-2000:]
+    a, b = tmp_path / "a" / "05_memorisation", tmp_path / "b" / "05_memorisation"
+    tables = sorted(p.relative_to(a) for p in a.rglob("*.csv")
+                    if not p.name.endswith(".timings.csv"))  # wall times differ, by design
+    assert Path("metrics.csv") in tables
+    for rel in tables:
+        assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
+    # and the table holds what the small profile trained: both models, 150 steps each
+    text = (a / "metrics.csv").read_text()
+    assert "random transformer" in text and "trained transformer" in text and ",150\n" in text
