@@ -10,6 +10,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from rt_lib.model import eval_mode
+
 
 @dataclass(frozen=True)
 class PCA:
@@ -67,11 +69,9 @@ def best_circle_pcs(projected: np.ndarray, max_pc: int = 8) -> tuple[tuple[int, 
 @torch.no_grad()
 def attention_patterns(model: nn.Module, tokens: Tensor) -> Tensor:
     """Every head's attention over ``tokens`` [b, t]: [n_layers, b, n_heads, t(query), t(key)]."""
-    was_training = model.training
-    model.eval()
     cache: dict[str, Tensor] = {}
-    model(tokens, cache=cache)
-    model.train(was_training)
+    with eval_mode(model):
+        model(tokens, cache=cache)
     n_layers = len(model.blocks)
     return torch.stack([cache[f"blocks.{i}.attn.pattern"] for i in range(n_layers)]).cpu()
 
@@ -144,18 +144,16 @@ def hidden_states(model: nn.Module, tokens: Tensor, positions: Tensor | None = N
                   batch_size: int = 1024) -> dict[str, Tensor]:
     """Residual stream after each block, ``{"layer 1": [n, d], ...}``, at the scored positions:
     ``positions`` [b, t] bool selects (example, position) pairs; None = the last position."""
-    was_training = model.training
-    model.eval()
     out: dict[str, list[Tensor]] = {}
-    for start in range(0, len(tokens), batch_size):
-        cache: dict[str, Tensor] = {}
-        model(tokens[start : start + batch_size], cache=cache)
-        for i in range(len(model.blocks)):
-            resid = cache[f"blocks.{i}.resid_post"]  # [b, t, d]
-            if positions is None:
-                picked = resid[:, -1]
-            else:
-                picked = resid[positions[start : start + batch_size]]
-            out.setdefault(f"layer {i + 1}", []).append(picked.cpu())
-    model.train(was_training)
+    with eval_mode(model):
+        for start in range(0, len(tokens), batch_size):
+            cache: dict[str, Tensor] = {}
+            model(tokens[start : start + batch_size], cache=cache)
+            for i in range(len(model.blocks)):
+                resid = cache[f"blocks.{i}.resid_post"]  # [b, t, d]
+                if positions is None:
+                    picked = resid[:, -1]
+                else:
+                    picked = resid[positions[start : start + batch_size]]
+                out.setdefault(f"layer {i + 1}", []).append(picked.cpu())
     return {name: torch.cat(parts) for name, parts in out.items()}

@@ -27,15 +27,14 @@ from tqdm.auto import tqdm
 
 from rt_lib.seeding import derive
 from rt_lib.tasks.base import Task
-from rt_lib.train import (TrainConfig, TrainResult, evaluate, log_spaced_steps, lr_lambda,
+from rt_lib.model import TransformerConfig, build_model
+from rt_lib.train import (TrainConfig, TrainResult, eval_due, evaluate, lr_lambda, param_groups,
                           prepare, resolve_device)
 
 
 def unsupported(model_cfg: object, cfg: TrainConfig) -> str | None:
     """Why restarts of this model and training configuration cannot train as one batched model
     (None: they can)."""
-    from rt_lib.model import TransformerConfig
-
     if not isinstance(model_cfg, TransformerConfig):
         return "batched training stacks transformers only"
     if model_cfg.dropout:
@@ -77,23 +76,20 @@ class BatchedRestarts:
         trainable = {k for k, p in models[0].named_parameters() if p.requires_grad}
         for name, value in self.params.items():
             value.requires_grad_(name in trainable)
-        base = copy.deepcopy(models[0]).to("meta")
         self.shared = self.cfg.batch_size is None  # finite full batch: every seed sees the same
-        for module in base.modules():
-            if hasattr(module, "fused"):
-                module.fused = False  # SDPA has no vmap batching rule on CPU: plain matmuls
-        if not self.shared and hasattr(base, "share_prefixes"):
-            base.share_prefixes = "vocab"  # distinct prefixes have a data-dependent shape: no vmap
+        # The module vmap calls with the stacked weights (its own stay on "meta", unused): SDPA
+        # has no vmap batching rule on CPU, so plain matmuls; distinct prefixes have a
+        # data-dependent shape, so per-seed batches share every one-token prefix ("vocab").
+        base = build_model(models[0].cfg, 0, fused_attention=False,
+                           last_position=models[0].last_position if self.shared else "vocab")
+        base = base.to("meta")
 
         def forward(p: dict, b: dict, x: torch.Tensor) -> torch.Tensor:
             return functional_call(base, (p, b), (x,), {"last_only": task.last_only})
 
         self.forward = vmap(forward, in_dims=(0, 0, None if self.shared else 0))
-        decay = [v for k, v in self.params.items() if k in trainable and v.ndim >= 3]
-        no_decay = [v for k, v in self.params.items() if k in trainable and v.ndim < 3]
-        groups = [{"params": decay, "weight_decay": self.cfg.weight_decay}]
-        if no_decay:
-            groups.append({"params": no_decay, "weight_decay": 0.0})
+        # the seed axis leads: matrices have >= 3 axes, vectors 2
+        groups = param_groups(self.params.values(), self.cfg.weight_decay, matrix_ndim=3)
         self.optimizer = torch.optim.AdamW(groups, lr=self.cfg.lr, betas=self.cfg.betas)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lr_lambda(self.cfg))
         self.data_seeds = [derive(c.seed, "batches") for c in cfgs]
@@ -137,8 +133,7 @@ def train_batched(models: Sequence[nn.Module], task: Task,
     """Train ``models[i]`` with ``cfgs[i]`` (identical but for the seed), all at once."""
     run = BatchedRestarts(models, task, cfgs)
     cfg, n = run.cfg, run.n
-    eval_at = (set(log_spaced_steps(cfg.steps, cfg.eval_log_points))
-               if cfg.eval_log_points is not None else None)
+    due = eval_due(cfg)
     rows: list[list[dict]] = [[] for _ in range(n)]
     t0 = time.perf_counter()
     disable = not cfg.progress or os.environ.get("TQDM_DISABLE", "") not in ("", "0")
@@ -146,8 +141,7 @@ def train_batched(models: Sequence[nn.Module], task: Task,
                      leave=False):
         lr_now = run.optimizer.param_groups[0]["lr"]
         losses = run.step(step)
-        due = (step + 1 in eval_at) if eval_at is not None else (step + 1) % cfg.eval_every == 0
-        if due or step == cfg.steps - 1:
+        if due(step + 1):
             for i in range(n):
                 row = {"step": step + 1, "lr": lr_now, "train_loss": float(losses[i])}
                 row.update(evaluate(run.model(i), task, cfg.eval_batch_size))

@@ -12,6 +12,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from rt_lib.model import eval_mode
+
 
 def pearson(a: Tensor | np.ndarray, b: Tensor | np.ndarray) -> float:
     """Pearson's r of two vectors."""
@@ -87,11 +89,9 @@ def grid_tokens(p: int) -> Tensor:
 def neuron_grid(model: nn.Module, p: int) -> np.ndarray:
     """MLP activations (after the ReLU) at the output position over every input pair:
     [p (first token), p (second token), d_mlp]."""
-    was_training = model.training
-    model.eval()
     cache: dict[str, Tensor] = {}
-    model(grid_tokens(p).to(next(model.parameters()).device), last_only=True, cache=cache)
-    model.train(was_training)
+    with eval_mode(model):
+        model(grid_tokens(p).to(next(model.parameters()).device), last_only=True, cache=cache)
     post = cache[f"blocks.{len(model.blocks) - 1}.mlp.post"][:, -1]  # [p^2, m]
     return post.reshape(p, p, -1).double().cpu().numpy()
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import tempfile
 from collections.abc import Iterator
@@ -25,9 +26,28 @@ def results_root() -> Path:
 RESUME = "resume"  # results/<name>/resume/<run key>/: mid-run checkpoints of an unfinished run
 
 
+# name -> results folder of this process's run of it: the notebook's own folder (an exploration
+# run has one of its own, see rt_lib.experiments.registry) and those of the runs it reads.
+FOLDERS_ENV = "RT_FOLDERS"  # set by the runner for each notebook, JSON {name: folder}
+_folders: dict[str, str] = {}
+
+
+def use_folder(name: str, folder: str) -> None:
+    """From now on :func:`results_dir` of ``name`` is ``results/<folder>/`` in this process."""
+    _folders[name] = folder
+
+
+def folder_of(name: str) -> str:
+    """The folder name of ``name``'s results: set here, by the runner, or the name itself."""
+    if name in _folders:
+        return _folders[name]
+    return json.loads(os.environ.get(FOLDERS_ENV) or "{}").get(name, name)
+
+
 def results_dir(name: str, create: bool = True) -> Path:
-    """``results/<name>/``, created on demand (``create=False`` only names it)."""
-    path = results_root() / name
+    """``results/<name>/`` (or the folder :func:`folder_of` gives), created on demand
+    (``create=False`` only names it)."""
+    path = results_root() / folder_of(name)
     if create:
         path.mkdir(parents=True, exist_ok=True)
     return path

@@ -8,11 +8,14 @@ One `Transformer` class covers both papers:
   one unembedding per prime with the logits beyond q masked.  Set via :func:`miiii_config`.
 
 Shapes use b = batch, t = positions, d = d_model, h = n_heads, k = d_head, m = d_mlp, v = vocab.
+The shortcuts of a last-position forward live beside the model, in :mod:`rt_lib.fast_paths`.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -20,8 +23,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from rt_lib import fast_paths
+from rt_lib.primes import primes_below
+
 Trainable = Literal["all", "embeddings", "unembed", "embed", "token_unembed"]
 LSTMTrainable = Literal["all", "embeddings"]
+# How Transformer(cfg, last_position=...) computes a last-position forward (rt_lib/fast_paths.py).
+LastPosition = Literal["shared", "vocab", "full"]
 
 SHORT_SEQ = 8  # up to this many positions, attention is computed by broadcasting, not SDPA
 
@@ -108,8 +116,6 @@ def miiii_config(p: int, d_model: int = 256, n_heads: int = 4, dropout: float = 
     Input [x1, x0, "="] over a vocabulary of p digits plus "="; one block; no LN, no biases, ReLU,
     non-causal attention, He init.  ``out_sizes`` defaults to every prime q < p.
     """
-    from rt_lib.tasks.primes import primes_below
-
     sizes = out_sizes if out_sizes is not None else tuple(primes_below(p))
     fields = dict(d_vocab=p + 1, n_ctx=3, d_model=d_model, n_layers=1, n_heads=n_heads,
                   out_sizes=sizes, act="relu", layernorm=False, bias=False, causal=False,
@@ -127,26 +133,6 @@ def sinusoidal_positions(n_ctx: int, d_model: int) -> Tensor:
     table[:, 0::2] = torch.sin(angle)
     table[:, 1::2] = torch.cos(angle[:, : d_model // 2])
     return table
-
-
-def distinct_rows(tokens: Tensor, d_vocab: int) -> tuple[Tensor, Tensor]:
-    """``tokens.unique(dim=0, return_inverse=True)`` for tokens [b, t] < d_vocab, fast.
-
-    ``unique(dim=0)`` compares rows one by one on CPU (13 ms for 4000 rows: a third of a width-16
-    step); each row read as a base-``d_vocab`` number is one integer, and a 1-D unique sorts those in
-    the same lexicographic order, so rows and inverse are identical (tested)."""
-    t = tokens.shape[1]
-    if t * math.log2(max(d_vocab, 2)) >= 62:  # the code would overflow int64
-        return tokens.unique(dim=0, return_inverse=True)
-    code = torch.zeros(len(tokens), dtype=torch.int64, device=tokens.device)
-    for j in range(t):
-        code = code * d_vocab + tokens[:, j]
-    distinct, inverse = torch.unique(code, return_inverse=True)
-    rows = torch.empty(len(distinct), t, dtype=tokens.dtype, device=tokens.device)
-    for j in reversed(range(t)):
-        rows[:, j] = distinct % d_vocab
-        distinct = distinct // d_vocab
-    return rows, inverse
 
 
 def _mask_future(scores: Tensor) -> Tensor:
@@ -171,14 +157,13 @@ class LayerNorm(nn.Module):
 
 
 class Attention(nn.Module):
-    # The fused kernel (SDPA) for long sequences; vmap has no batching rule for it on CPU and
-    # would loop over the stacked seeds, so batched restarts switch to plain matmuls.
-    fused = True
-
-    def __init__(self, cfg: TransformerConfig):
+    def __init__(self, cfg: TransformerConfig, fused: bool = True):
         super().__init__()
         h, d, k = cfg.n_heads, cfg.d_model, cfg.d_head
         self.cfg = cfg
+        # The fused kernel (SDPA) for sequences longer than SHORT_SEQ; False = plain matmuls, for
+        # vmap, which has no batching rule for SDPA on CPU and would loop over the stacked seeds.
+        self.fused = fused
         self.W_Q = nn.Parameter(torch.empty(h, d, k))
         self.W_K = nn.Parameter(torch.empty(h, d, k))
         self.W_V = nn.Parameter(torch.empty(h, d, k))
@@ -266,10 +251,10 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, cfg: TransformerConfig):
+    def __init__(self, cfg: TransformerConfig, fused_attention: bool = True):
         super().__init__()
         self.ln1 = LayerNorm(cfg.d_model, cfg.layernorm)
-        self.attn = Attention(cfg)
+        self.attn = Attention(cfg, fused_attention)
         self.ln2 = LayerNorm(cfg.d_model, cfg.layernorm)
         self.mlp = MLP(cfg)
         self.dropout = nn.Dropout(cfg.dropout)
@@ -287,31 +272,38 @@ class Block(nn.Module):
 
 
 class Transformer(nn.Module):
-    """tokens [b, t] -> logits [b, t, v]; [b, v] with ``last_only``; [b, (t,) n_tasks, q] multi-task."""
+    """tokens [b, t] -> logits [b, t, v]; [b, v] with ``last_only``; [b, (t,) n_tasks, q] multi-task.
 
-    # Last-position path: compute each distinct prefix once (True), every one-token prefix of the
-    # vocabulary once ("vocab": vmap-able), or every row in full (False).  See _shared_prefixes.
-    share_prefixes: bool | str = True
+    Options that change how, never what, it computes (equal up to float rounding, tested):
+    ``last_position`` picks the shortcut of a last-position forward (rt_lib/fast_paths.py):
+    "shared" (each distinct prefix once; one block: (position, token) key/value tables), "vocab"
+    (every one-token prefix of the vocabulary: a data-independent shape that vmap needs, for
+    rt_lib/batched.py) or "full" (none: the reference the others are tested against);
+    ``fused_attention`` uses SDPA beyond SHORT_SEQ positions (False: plain matmuls, for vmap).
+    """
 
-    def __init__(self, cfg: TransformerConfig):
+    def __init__(self, cfg: TransformerConfig, last_position: LastPosition = "shared",
+                 fused_attention: bool = True):
         super().__init__()
+        _check_choice("last_position", last_position, get_args(LastPosition))
         self.cfg = cfg
-        self.W_E = nn.Parameter(torch.empty(cfg.d_vocab, cfg.d_model))
+        self.last_position = last_position  # read by fast_paths.last_position_logits
+        self.W_E = nn.Parameter(torch.empty(cfg.d_vocab, cfg.d_model))  # [v, d]
         if cfg.pos_embed == "learned":
-            self.W_pos = nn.Parameter(torch.empty(cfg.n_ctx, cfg.d_model))
+            self.W_pos = nn.Parameter(torch.empty(cfg.n_ctx, cfg.d_model))  # [t, d]
         else:
             self.register_buffer("W_pos", sinusoidal_positions(cfg.n_ctx, cfg.d_model))
-        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
+        self.blocks = nn.ModuleList(Block(cfg, fused_attention) for _ in range(cfg.n_layers))
         self.ln_final = LayerNorm(cfg.d_model, cfg.layernorm)
         n_tasks = len(cfg.out_sizes) if cfg.out_sizes is not None else None
         shape = (cfg.d_model, cfg.n_out) if n_tasks is None else (n_tasks, cfg.d_model, cfg.n_out)
-        self.W_U = nn.Parameter(torch.empty(*shape))
+        self.W_U = nn.Parameter(torch.empty(*shape))  # [d, v] or [n_tasks, d, q_max]
         if cfg.out_sizes is not None:
             # Class c of task i exists only if c < q_i; the rest are masked to -inf.
             valid = torch.arange(cfg.n_out)[None, :] < torch.tensor(cfg.out_sizes)[:, None]
             self.register_buffer("out_mask", valid, persistent=False)
             # Flat indices (into n_tasks * q_max) of the classes that exist: only these logits are
-            # computed (sum of q over primes < 113 is 1,371 of 29 * 113 = 3,277 columns).
+            # computed (p = 113: sum of q over the 29 primes < 113 is 1,480 of 29 * 109 = 3,161).
             self.register_buffer("out_columns", valid.flatten().nonzero().squeeze(1),
                                  persistent=False)
         self.embed_dropout = nn.Dropout(cfg.dropout if cfg.dropout_at == "gpt2" else 0.0)
@@ -347,12 +339,10 @@ class Transformer(nn.Module):
 
     def forward(self, tokens: Tensor, last_only: bool = False,
                 cache: dict | None = None) -> Tensor:
-        if last_only and cache is None and self._token_tables_apply(tokens):
-            return self._forward_last_token_tables(tokens)
-        if last_only and cache is None and self.share_prefixes:
-            shared = self._shared_prefixes(tokens)
-            if shared is not None:
-                return self._forward_last_shared_prefix(tokens, *shared)
+        if last_only and cache is None:
+            logits = fast_paths.last_position_logits(self, tokens)  # None: no shortcut applies
+            if logits is not None:
+                return logits
         x = self.embed(tokens)  # [b, t, d]
         if cache is not None:
             cache["embed"] = x.detach()
@@ -367,74 +357,13 @@ class Transformer(nn.Module):
             x = x[:, -1]  # [b, d]
         return self.unembed(x)
 
-    def _token_tables_apply(self, tokens: Tensor) -> bool:
-        """One block, embeddings never dropped, and fewer (position, token) pairs than rows."""
-        return (len(self.blocks) == 1 and bool(self.share_prefixes)
-                and not (self.training and self.embed_dropout.p)
-                and (tokens.shape[1] - 1) * self.cfg.d_vocab * 2 <= len(tokens))
-
-    def _forward_last_token_tables(self, tokens: Tensor) -> Tensor:
-        """Last-position logits [b, ...] of a one-block model from key/value tables.
-
-        In one block the keys and values of the earlier positions are projections of the
-        embedding W_E[token] + W_pos[position] alone, so they are computed once per (position,
-        token) pair, [t-1, v] rows instead of [b, t-1] (miiii: 2 x 114 rather than 2 x 3,831 at
-        p = 113), and gathered per row; the query, MLP and readout run at the last position.
-        The same arithmetic as the full forward up to float rounding (tested)."""
-        t = tokens.shape[1]
-        block = self.blocks[0]
-        table = self.W_E[None, :, :] + self.W_pos[: t - 1, None, :]  # [t-1, v, d]
-        k_tab, v_tab = block.attn.keys_values(block.ln1(table))  # [t-1, h, v, k]
-        pos = torch.arange(t - 1, device=tokens.device)[None, :]
-        # advanced indices [1, t-1] and [b, t-1] around the head slice: [b, t-1, h, k]
-        k_pre = k_tab[pos, :, tokens[:, :-1]].transpose(1, 2)
-        v_pre = v_tab[pos, :, tokens[:, :-1]].transpose(1, 2)
-        x = self.W_E[tokens[:, -1:]] + self.W_pos[t - 1 : t]  # [b, 1, d]
-        x = block(x, past_kv=(k_pre, v_pre))
-        return self.unembed(self.ln_final(x[:, -1]))
-
-    def _shared_prefixes(self, tokens: Tensor) -> tuple[Tensor, Tensor] | None:
-        """(distinct prefixes [u, t-1], row -> prefix index [b]) when the batch repeats its
-        prefixes (u <= b/2, e.g. [a, b] pairs with only p values of a) and the model is causal
-        and deterministic; else None."""
-        if not self.cfg.causal or tokens.shape[1] < 2 or (self.training and self.cfg.dropout):
-            return None
-        if self.share_prefixes == "vocab":
-            # Every possible one-token prefix instead of the distinct ones: a shape that does not
-            # depend on the data, which vmap needs (batched restarts, rt_lib/batched.py).
-            if tokens.shape[1] != 2 or 2 * self.cfg.d_vocab > len(tokens):
-                return None
-            return torch.arange(self.cfg.d_vocab, device=tokens.device)[:, None], tokens[:, 0]
-        prefixes, inverse = distinct_rows(tokens[:, :-1], self.cfg.d_vocab)
-        return (prefixes, inverse) if 2 * len(prefixes) <= len(tokens) else None
-
-    def _forward_last_shared_prefix(self, tokens: Tensor, prefixes: Tensor,
-                                    inverse: Tensor) -> Tensor:
-        """Last-position logits [b, v] with each distinct prefix computed once.
-
-        Under a causal mask the stream at positions < t-1 depends on the prefix tokens alone, so
-        it is computed for the u distinct prefixes (u = p for modular addition, not b = p^2) and
-        its keys and values gathered per row; only the last position is computed per row.  The
-        same arithmetic as the full forward, up to float rounding, at about half the FLOPs for
-        [a, b] -> c (13.8 -> 7.1 GFLOP per step at width 128, p = 199, batch 4000).
-        """
-        t = tokens.shape[1]
-        x_pre = self.embed(prefixes)  # [u, t-1, d]
-        x = self.embed_dropout(self.W_E[tokens[:, -1:]] + self.W_pos[t - 1 : t])  # [b, 1, d]
-        for i, block in enumerate(self.blocks):
-            k_pre, v_pre = block.attn.keys_values(block.ln1(x_pre))  # [u, h, t-1, k]
-            x = block(x, past_kv=(k_pre[inverse], v_pre[inverse]))
-            if i < len(self.blocks) - 1:
-                x_pre = block(x_pre)
-        return self.unembed(self.ln_final(x[:, -1]))
-
     def unembed(self, x: Tensor) -> Tensor:
         if self.cfg.out_sizes is None:
             return x @ self.W_U
         # One [d, sum q] matmul over the existing classes of every head, placed into
         # [..., n_tasks, q_max] over -inf: the same logits as a per-head einsum followed by a
-        # mask, at 42 % of its FLOPs for p = 113 and without its broadcast copy of x
-        # (benchmarks/bench_all.py: the unembedding was 40 % of the paper-scale step).
+        # mask, at 47 % of its FLOPs for p = 113 and without its broadcast copy of x (the einsum
+        # was half the FLOPs of the paper-scale step, p = 113, d = 256, FlopCounterMode).
         n, d, q = self.W_U.shape
         columns = self.W_U.permute(1, 0, 2).reshape(d, n * q)[:, self.out_columns]
         logits = x.new_full((*x.shape[:-1], n * q), float("-inf"))
@@ -496,14 +425,17 @@ def apply_trainable(model: nn.Module, trainable: str) -> None:
         param.requires_grad_(names is None or name in names)
 
 
-def build_model(cfg: ModelConfig, seed: int) -> nn.Module:
-    """Initialise a model from ``seed`` alone, leaving the global RNG untouched."""
+def build_model(cfg: ModelConfig, seed: int, **options) -> nn.Module:
+    """Initialise a model from ``seed`` alone, leaving the global RNG untouched.
+
+    ``options`` go to the constructor: ``last_position`` and ``fused_attention`` of
+    :class:`Transformer` (the LSTM has none)."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         if isinstance(cfg, TransformerConfig):
-            return Transformer(cfg)
+            return Transformer(cfg, **options)
         if isinstance(cfg, LSTMConfig):
-            return LSTM(cfg)
+            return LSTM(cfg, **options)
     raise TypeError(f"unknown model config {type(cfg).__name__}")
 
 
@@ -511,8 +443,19 @@ def count_params(model: nn.Module, trainable_only: bool = True) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad or not trainable_only)
 
 
+@contextmanager
+def eval_mode(model: nn.Module) -> Iterator[nn.Module]:
+    """``model.eval()`` inside the block; its training flag as it was afterwards (even on error)."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)
+
+
 __all__ = [
     "TRAINABLE_PARAMS", "Trainable", "TransformerConfig", "Transformer", "LSTMConfig", "LSTM",
-    "ModelConfig", "build_model", "count_params", "miiii_config", "sinusoidal_positions",
-    "apply_trainable",
+    "ModelConfig", "LastPosition", "build_model", "count_params", "eval_mode", "miiii_config",
+    "sinusoidal_positions", "apply_trainable",
 ]

@@ -7,10 +7,13 @@
 
 Everything is validated before the first notebook starts: profile, notebook names, that each
 injected parameter exists in the notebook's ``parameters`` cell, and every notebook's parameters
-(its defaults plus what is injected) through the notebook's own validator.  Executed notebooks
-land in
+(its defaults plus what is injected) through the parameters class its experiment declares
+(:mod:`rt_lib.experiments.registry`; the runner names no notebook).  Executed notebooks land in
 ``results/<name>/<name>.ipynb`` (``results/<profile>/<name>/`` for other profiles), written to a
 temporary file first; a notebook that fails is kept as ``<name>.failed.ipynb`` with its error.
+A run with changed parameters (``--set``, an edited parameters cell) goes to a folder of its own,
+``results/<name>+<changes>/``, and the notebooks that read it read that folder: the profile's
+results are never overwritten.  The run ends with the count of the claims that hold.
 
 Notebooks run ``--jobs`` at a time, each in its own process with one torch thread (``RT_THREADS``):
 on the project's 2-core machines two one-thread notebooks finish in about half the time of one
@@ -40,18 +43,19 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
 import yaml
 
-from rt_lib.io import PROJECT_ROOT, RESUME, atomic_path
+from rt_lib import claims
+from rt_lib.experiments.registry import (CONFIGS, DEFAULT_PROFILE, PROFILE_ENV, Experiment,
+                                         available_profiles, folder_name, registry, runs)
+from rt_lib.io import FOLDERS_ENV, PROJECT_ROOT, RESUME, atomic_path
 from rt_lib.manifest import Manifest, content_key, is_temporary
 
 NOTEBOOKS = PROJECT_ROOT / "notebooks"  # $RT_NOTEBOOKS: another folder of numbered notebooks
-CONFIGS = PROJECT_ROOT / "configs"
-DEFAULT_PROFILE = "cpu"  # the notebooks' own parameter defaults; no config file
 
 
 class RunError(ValueError):
@@ -62,8 +66,13 @@ class RunError(ValueError):
 class Job:
     name: str  # e.g. "01_modular_addition"
     notebook: Path
-    parameters: dict
-    output_dir: Path
+    parameters: dict  # what is injected: the profile's config and --set
+    output_dir: Path  # results/[<profile>/]<folder>: the name, or name+changes (exploration)
+    reads: dict[str, str] = field(default_factory=dict)  # {notebook it reads: folder it reads}
+
+    @property
+    def folder(self) -> str:
+        return self.output_dir.name
 
 
 def notebooks_dir() -> Path:
@@ -72,11 +81,6 @@ def notebooks_dir() -> Path:
 
 def available_notebooks() -> dict[str, Path]:
     return {p.stem: p for p in sorted(notebooks_dir().glob("[0-9][0-9]_*.ipynb"))}
-
-
-def available_profiles() -> list[str]:
-    return [DEFAULT_PROFILE] + sorted(p.name for p in CONFIGS.iterdir() if p.is_dir()
-                                      and p.name != DEFAULT_PROFILE)
 
 
 def select(only: list[str] | None) -> dict[str, Path]:
@@ -104,19 +108,11 @@ def parse_sets(pairs: list[str] | None) -> dict:
 
 @cache
 def needs() -> dict[str, frozenset[str]]:
-    """{notebook: the notebooks whose results it reads}, from the experiments' own source tables.
+    """{notebook: the notebooks whose results it reads}, as each experiment declares.
 
     Run together, a notebook starts only after these finished (07 and 09 would otherwise report
     missing restarts or train fallbacks; 12, 13 and 15 would train 11's runs a second time)."""
-    from rt_lib.experiments import miiii, miiii_analysis, random_miiii, subspace, table1
-
-    return {
-        table1.NAME: frozenset(nb for nb, _ in table1.SOURCES.values()),
-        subspace.NAME: frozenset(nb for nb, *_ in subspace.SOURCES.values()),
-        miiii_analysis.NAME_EMBEDDINGS: frozenset({miiii.NAME}),
-        miiii_analysis.NAME_NEURONS: frozenset({miiii.NAME}),
-        random_miiii.NAME: frozenset({miiii.NAME}),  # compares with 11's trained runs
-    }
+    return {name: frozenset(e.reads) for name, e in registry().items() if e.reads}
 
 
 def recorded_seconds(path: Path) -> float:
@@ -164,86 +160,83 @@ def notebook_parameters(path: Path) -> set[str]:
     return set(papermill.inspect_notebook(str(path)))
 
 
-# notebook: (module of rt_lib.experiments, the parameters class its second cell builds)
-VALIDATORS = {
-    "01_modular_addition": ("modular_addition", "ModularAdditionParams"),
-    "02_needle_in_a_haystack": ("needle", "NeedleParams"),
-    "03_decimal_addition": ("decimal_addition", "DecimalParams"),
-    "04_parentheses": ("parentheses", "ParenthesesParams"),
-    "05_memorisation": ("memorisation", "MemorisationParams"),
-    "06_embedding_ablations": ("ablations", "AblationParams"),
-    "07_table1": ("table1", "Table1Params"),
-    "08_tinystories": ("tinystories", "TinyStoriesParams"),
-    "09_subspace": ("subspace", "SubspaceParams"),
-    "10_circuit_imitation": ("imitation", "ImitationParams"),
-    "11_miiii_training": ("miiii", "MiiiiParams"),
-    "12_miiii_embeddings": ("miiii_analysis", "EmbeddingParams"),
-    "13_miiii_neurons": ("miiii_analysis", "NeuronParams"),
-    "14_miiii_search": ("miiii_search", "SearchParams"),
-    "15_random_miiii": ("random_miiii", "RandomMiiiiParams"),
-}
-
-
-def validator(name: str) -> Callable[[dict], object] | None:
-    """What notebook ``name``'s second cell calls to build (and check) its parameters."""
-    if name not in VALIDATORS:
-        return None
-    module, cls = VALIDATORS[name]
-    return getattr(importlib.import_module(f"rt_lib.experiments.{module}"), cls).from_namespace
+def experiment(name: str) -> Experiment | None:
+    """The registered experiment of notebook ``name`` (None: a notebook without one)."""
+    return registry().get(name)
 
 
 def default_parameters(path: Path) -> dict:
     """The values of a notebook's ``parameters`` cell (plain assignments), as it would run."""
     cells = json.loads(path.read_text())["cells"]
-    source = next("".join(c["source"]) for c in cells
-                  if "parameters" in c.get("metadata", {}).get("tags", []))
+    source = next(("".join(c["source"]) for c in cells
+                   if "parameters" in c.get("metadata", {}).get("tags", [])), "")
     namespace: dict = {}
     exec(compile(source, f"{path.name}: parameters cell", "exec"), namespace)
     return {k: v for k, v in namespace.items() if not k.startswith("__")}
 
 
-def validate(job: Job) -> None:
-    """Build the notebook's parameters as its own code does; a bad value raises :class:`RunError`
-    naming the notebook and the parameter (the validators' messages name it and what is allowed)."""
-    build = validator(job.name)
-    if build is None:
-        return
-    namespace = default_parameters(job.notebook) | job.parameters
+def changes(name: str, path: Path, profile: str, injected: dict) -> dict:
+    """Build the notebook's parameters as its own code does (its parameters cell, then what is
+    injected) and return what they change from ``profile``'s; a bad value raises
+    :class:`RunError` naming the notebook and the parameter."""
+    namespace = default_parameters(path) | injected
+    exp = experiment(name)
+    if exp is None:  # no declared parameters: the injected values that change the cell's
+        defaults = default_parameters(path)
+        return {k: v for k, v in injected.items() if defaults.get(k) != v}
     try:
-        build(namespace)
+        return exp.changes(exp.params.from_namespace(namespace), profile)
     except (ValueError, TypeError, KeyError, FileNotFoundError) as err:
-        raise RunError(f"{job.name}: {err}") from None
+        raise RunError(f"{name}: {err}") from None
 
 
 def plan(profile: str, only: list[str] | None, sets: dict,
          results_root: Path | None = None) -> list[Job]:
-    """Validate everything and return the jobs; raises :class:`RunError` and writes nothing."""
+    """Validate everything and return the jobs; raises :class:`RunError` and writes nothing.
+
+    ``sets`` go to every selected notebook that declares the parameter (one that none declares
+    is an error).  A notebook whose parameters differ from its profile's, or that reads such a
+    run's results, gets a folder of its own (:mod:`rt_lib.experiments.registry`)."""
     profiles = available_profiles()
     if profile not in profiles:
         raise RunError(f"--profile: unknown profile {profile!r}; available: {', '.join(profiles)}")
     root = results_root or Path(os.environ.get("RT_RESULTS", PROJECT_ROOT / "results"))
     if profile != DEFAULT_PROFILE:
         root = root / profile
-    jobs = []
-    for name, path in select(only).items():
+    selected = select(only)
+    declared = {name: notebook_parameters(path) for name, path in selected.items()}
+    unknown = sorted(k for k in sets if not any(k in known for known in declared.values()))
+    if unknown:
+        listing = "; ".join(f"{n}: {sorted(k)}" for n, k in declared.items())
+        raise RunError(f"unknown parameter(s) {unknown}: no selected notebook declares them "
+                       f"(the notebooks' parameters: {listing})")
+    jobs: dict[str, Job] = {}
+    own: dict[str, dict] = {}
+    for name, path in selected.items():  # name order: what a notebook reads comes first
         params: dict = {}
         if profile != DEFAULT_PROFILE:
             cfg = CONFIGS / profile / f"{name}.yaml"
             if not cfg.exists():
                 raise RunError(f"--profile {profile}: {cfg.relative_to(PROJECT_ROOT)} is missing")
             params = yaml.safe_load(cfg.read_text()) or {}
-        params.update(sets)
-        known = notebook_parameters(path)
-        unknown = sorted(set(params) - known)
-        if unknown:
-            raise RunError(f"{name}: unknown parameter(s) {unknown}; "
-                           f"the notebook's parameters are {sorted(known)}")
-        job = Job(name, path, params, root / name)
-        validate(job)
-        jobs.append(job)
+        not_declared = sorted(set(params) - declared[name])
+        if not_declared:
+            raise RunError(f"{name}: unknown parameter(s) {not_declared} in the {profile} "
+                           f"profile; the notebook's parameters are {sorted(declared[name])}")
+        params.update({k: v for k, v in sets.items() if k in declared[name]})
+        own[name] = dict(changes(name, path, profile, params))
+        reads = {}
+        for upstream in sorted(needs().get(name, ())):
+            up = jobs.get(upstream)
+            reads[upstream] = up.folder if up is not None else upstream
+            for key, value in (own.get(upstream, {}) if up is not None else {}).items():
+                if own[name].get(key, value) != value:
+                    key = f"{upstream[:2]}.{key}"
+                own[name].setdefault(key, value)
+        jobs[name] = Job(name, path, params, root / folder_name(name, own[name]), reads)
     if not jobs:
         raise RunError(f"no numbered notebooks found under {notebooks_dir()}")
-    return jobs
+    return list(jobs.values())
 
 
 def execute(job: Job, output: Path, log_output: bool = False) -> float:
@@ -284,18 +277,25 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def _child(job: Job, output: Path, log_output: bool, parent: int, key: str) -> None:
+def _child(job: Job, output: Path, log_output: bool, parent: int, key: str,
+           profile: str) -> None:
     _die_with_parent()
     if os.getppid() != parent:  # the runner died before prctl took effect
         os._exit(1)
     signal.signal(signal.SIGTERM, _interrupt)  # unwind: kernel shut down, temporary file removed
     os.environ["RT_RESULTS"] = str(job.output_dir.parent)
+    os.environ[PROFILE_ENV] = profile
+    # Where this notebook writes and where the notebooks it reads wrote (rt_lib.io.folder_of).
+    os.environ[FOLDERS_ENV] = json.dumps({**job.reads, job.name: job.folder})
     os.environ["RT_RUN_KEY"] = key  # mid-run checkpoints resume only for these exact inputs
     try:
         execute(job, output, log_output)
     except Exception as err:
-        first = str(err).splitlines()[0] if str(err) else ""
-        print(f"    FAILED {job.name}: {type(err).__name__}: {first}\n"
+        if hasattr(err, "ename"):  # papermill: the error raised in the notebook's cell
+            detail = f"{err.ename}: {err.evalue}"
+        else:
+            detail = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+        print(f"    FAILED {job.folder}: {detail}\n"
               f"    executed notebook kept as {job.output_dir / (job.name + '.failed.ipynb')}",
               file=sys.stderr, flush=True)
         sys.exit(1)
@@ -324,9 +324,9 @@ def run_jobs(jobs: list[Job], outputs: dict[str, Path], n_jobs: int, log_output:
         return seconds[name] + max((critical(m) for m in by_name if name in deps[m]), default=0.0)
 
     def key(name: str) -> str:  # at dispatch: what the notebooks it reads hold by then
-        reads = {u: (e.key if (e := manifest.entries.get(u)) else None)
-                 for u in sorted(needs().get(name, ()))} if manifest else {}
         job = by_name[name]
+        reads = {u: (e.key if (e := manifest.entries.get(folder)) else None)
+                 for u, folder in sorted(job.reads.items())} if manifest else {}
         return content_key(job.notebook, profile, job.parameters, reads)
 
     order = sorted(by_name, key=lambda n: (-critical(n), n))
@@ -350,23 +350,24 @@ def run_jobs(jobs: list[Job], outputs: dict[str, Path], n_jobs: int, log_output:
                     continue
                 order.remove(name)
                 k = key(name)
+                folder = by_name[name].folder  # the manifest's entries are per results folder
                 if manifest is not None and name not in rerun:
-                    reason = manifest.stale_reason(name, k)
+                    reason = manifest.stale_reason(folder, k)
                     if reason is None:
                         finished.add(name)
                         out.skipped.append(name)
-                        print(f"    {name} is up to date (manifest): skipped; --force reruns it",
-                              flush=True)
+                        print(f"    {folder} is up to date (manifest): skipped; --force reruns "
+                              "it", flush=True)
                         continue
-                    print(f"==> {name}: {reason}", flush=True)
+                    print(f"==> {folder}: {reason}", flush=True)
                 if manifest is not None:
-                    manifest.forget(name)
+                    manifest.forget(folder)
                 proc = ctx.Process(target=_child, name=name,
                                    args=(by_name[name], outputs[name], log_output, os.getpid(),
-                                         k))
+                                         k, profile))
                 proc.start()
                 running[proc.sentinel] = (name, proc, time.perf_counter(), k)
-                print(f"==> {name} started", flush=True)
+                print(f"==> {folder} started", flush=True)
             if not running:
                 continue
             for sentinel in multiprocessing.connection.wait(list(running)):
@@ -380,7 +381,7 @@ def run_jobs(jobs: list[Job], outputs: dict[str, Path], n_jobs: int, log_output:
                 job = by_name[name]
                 shutil.rmtree(job.output_dir / RESUME, ignore_errors=True)  # finished: not needed
                 if manifest is not None:
-                    manifest.record(name, k, profile, job.parameters, job.output_dir,
+                    manifest.record(job.folder, k, profile, job.parameters, job.output_dir,
                                     out.done[-1][1])
                 print(f"    {name} done in {out.done[-1][1]:.0f} s "
                       f"({len(finished)}/{len(by_name)}) -> {job.output_dir}", flush=True)
@@ -420,6 +421,30 @@ def remove_unfinished(folders: list[Path]) -> list[Path]:
     return gone
 
 
+def report_claims(folders: dict[str, Path]) -> None:
+    """The closing summary: how many recorded claims hold over the runs given, and which not."""
+    held, failed, lines = claims.summary(folders)
+    if held or failed:
+        print(f"claims: {held} of {held + failed} hold" + (", these do not:" if failed else ""))
+        for line in lines:
+            print(f"  {line}")
+
+
+def list_runs() -> None:
+    """--list: notebooks, profiles, and every run folder under the results roots."""
+    print("notebooks:", ", ".join(available_notebooks()))
+    print("profiles: ", ", ".join(available_profiles()))
+    base = Path(os.environ.get("RT_RESULTS", PROJECT_ROOT / "results"))
+    for profile in available_profiles():
+        root = base if profile == DEFAULT_PROFILE else base / profile
+        found = runs(root) if root.is_dir() else []
+        print(f"runs of the {profile} profile ({root}): {len(found) or 'none'}")
+        for run in found:
+            kind = "exploration" if run["exploration"] else "profile"
+            claim = f", claims held {run['claims']}" if run["claims"] else ""
+            print(f"  {run['folder']:<44} {kind}{claim}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="run_all.sh", description=__doc__.split("\n\n")[0])
     parser.add_argument("--profile", default=DEFAULT_PROFILE,
@@ -436,13 +461,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=None, metavar="N",
                         help="notebooks run at once (default: cores / RT_THREADS, at most 4)")
     parser.add_argument("--log-output", action="store_true", help="stream cell output")
-    parser.add_argument("--list", action="store_true", help="list notebooks and profiles")
+    parser.add_argument("--list", action="store_true",
+                        help="list notebooks, profiles and the runs under results/")
     args = parser.parse_args(argv)
 
     try:
         if args.list:
-            print("notebooks:", ", ".join(available_notebooks()))
-            print("profiles: ", ", ".join(available_profiles()))
+            list_runs()
             return 0
         sets = parse_sets(args.sets)
         if args.update_notebooks and (args.profile != DEFAULT_PROFILE or sets):
@@ -465,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _interrupt)  # like Ctrl-C: stop the notebooks, then exit
     try:
         with exclusive(root):
-            folders = [root / name for name in available_notebooks()]
+            folders = [p for p in root.glob("[0-9][0-9]_*") if p.is_dir()]
             if args.update_notebooks:
                 folders.append(notebooks_dir())
             gone = remove_unfinished(folders)
@@ -486,10 +511,13 @@ def main(argv: list[str] | None = None) -> int:
         print("run_all.sh: interrupted; run it again to finish what is left", file=sys.stderr)
         return 130
     timings, failures = outcome.done, outcome.failed
+    by_name = {job.name: job for job in jobs}
     if outcome.skipped:
-        print(f"up to date, skipped: {', '.join(outcome.skipped)}")
+        print(f"up to date, skipped: {', '.join(by_name[n].folder for n in outcome.skipped)}")
     for name, seconds in timings:
-        print(f"{name:<32} {seconds:8.1f} s")
+        print(f"{by_name[name].folder:<40} {seconds:8.1f} s")
+    report_claims({by_name[n].folder: by_name[n].output_dir
+                   for n in [*outcome.skipped, *(n for n, _ in timings)]})
     if failures:
         print(f"run_all.sh: {len(failures)} notebook(s) failed: {', '.join(failures)}",
               file=sys.stderr)

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-import random
 
-import numpy as np
 import torch
 
 
@@ -18,13 +16,6 @@ def derive(seed: int, purpose: str) -> int:
     """A 63-bit seed for ``purpose``, stable across Python runs (unlike ``hash``)."""
     digest = hashlib.sha256(f"{seed}:{purpose}".encode()).digest()
     return int.from_bytes(digest[:8], "little") >> 1
-
-
-def seed_everything(seed: int) -> None:
-    """Seed Python, NumPy and torch's global generators (for code that uses them implicitly)."""
-    random.seed(seed)
-    np.random.seed(derive(seed, "numpy") % 2**32)
-    torch.manual_seed(derive(seed, "torch"))
 
 
 def set_threads(threads: int | None = None) -> int:

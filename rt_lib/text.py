@@ -1,14 +1,13 @@
-"""Language modelling on TinyStories (Zhong & Andreas §6, Figures 4-5; SPEC A task 6).
+"""Tokenizer and sampling for language modelling on TinyStories (Zhong & Andreas §6, Figures 4-5).
 
 * :class:`BPETokenizer`: a byte-level BPE trained with the ``tokenizers`` library on the training
   stories (the authors trained their own tokenizer on TinyStories too), cached under
   ``results/tokenizers/`` keyed by the vocabulary size and a hash of the text it was trained on.
   Byte-level means every string round-trips exactly: no unknown tokens, no normalisation.
-* :class:`LanguageModelling`: the :class:`~rt_lib.tasks.base.Task` the training loop sees:
-  random windows of ``n_ctx + 1`` tokens of the training stream (stories joined by the
-  end-of-text token), next-token targets at every position, and fixed non-overlapping windows of
-  the held-out stories as the ``valid`` set.
 * :func:`generate`: seeded sampling of a completion (Figure 5).
+
+The task itself (windows of the token stream, next-token targets) is
+:class:`rt_lib.tasks.language.LanguageModelling`.
 """
 
 from __future__ import annotations
@@ -22,8 +21,7 @@ from torch import Tensor, nn
 
 from rt_lib.data import SEPARATOR
 from rt_lib.io import atomic_write_text, results_dir
-from rt_lib.seeding import derive
-from rt_lib.tasks.base import Batch, Task
+from rt_lib.model import eval_mode
 
 MIN_VOCAB = 257  # the 256 byte symbols of a byte-level BPE plus the end-of-text token
 
@@ -106,53 +104,6 @@ def cached_tokenizer(texts: Sequence[str], vocab_size: int,
     return tok
 
 
-class LanguageModelling(Task):
-    """Next-token prediction on a token stream; ``valid`` = held-out stories' windows."""
-
-    last_only = False
-
-    def __init__(self, train_ids: Tensor, valid_ids: Tensor, d_vocab: int, n_ctx: int,
-                 n_valid_windows: int | None = None, name: str = "tinystories") -> None:
-        if not isinstance(n_ctx, int) or n_ctx < 2:
-            raise ValueError(f"n_ctx must be an integer >= 2, got {n_ctx!r}")
-        for split, ids in (("training", train_ids), ("validation", valid_ids)):
-            if len(ids) < n_ctx + 1:
-                raise ValueError(f"the {split} stream has {len(ids)} tokens, fewer than "
-                                 f"n_ctx + 1 = {n_ctx + 1}: use more stories or a shorter n_ctx")
-        if int(max(train_ids.max(), valid_ids.max())) >= d_vocab:
-            raise ValueError(f"token ids reach beyond d_vocab={d_vocab}")
-        self.name, self.d_vocab, self.d_vocab_out, self.n_ctx = name, d_vocab, d_vocab, n_ctx
-        self.train_ids, self.valid_ids = train_ids, valid_ids
-        # Fixed, non-overlapping windows of the held-out stream: every scored token is a
-        # validation token predicted from up to n_ctx - 1 tokens of its own window.
-        n_windows = (len(valid_ids) - 1) // n_ctx
-        if n_valid_windows is not None:
-            if n_valid_windows < 1:
-                raise ValueError(f"n_valid_windows must be positive, got {n_valid_windows}")
-            n_windows = min(n_windows, n_valid_windows)
-        starts = torch.arange(n_windows) * n_ctx
-        self._valid = self._windows(valid_ids, starts)
-
-    def _windows(self, ids: Tensor, starts: Tensor) -> Batch:
-        index = starts[:, None] + torch.arange(self.n_ctx + 1)  # [b, t+1]
-        chunk = ids[index]
-        return chunk[:, :-1], chunk[:, 1:]
-
-    def get_batch(self, step: int, batch_size: int | None, seed: int) -> Batch:
-        if batch_size is None:
-            raise ValueError("language modelling needs a batch_size (the stream has no full batch)")
-        gen = torch.Generator().manual_seed(derive(seed, f"step{step}"))
-        starts = torch.randint(0, len(self.train_ids) - self.n_ctx, (batch_size,), generator=gen)
-        return self._windows(self.train_ids, starts)
-
-    def eval_sets(self) -> dict[str, Batch]:
-        return {"valid": self._valid}
-
-    @property
-    def n_valid_tokens(self) -> int:
-        return self._valid[1].numel()
-
-
 @torch.no_grad()
 def generate(model: nn.Module, prompt: Sequence[int], max_new_tokens: int, seed: int,
              temperature: float = 1.0, top_k: int | None = None,
@@ -163,26 +114,24 @@ def generate(model: nn.Module, prompt: Sequence[int], max_new_tokens: int, seed:
         raise ValueError(f"temperature must be >= 0, got {temperature}")
     if not prompt:
         raise ValueError("the prompt is empty")
-    was_training = model.training
-    model.eval()
     device = next(model.parameters()).device
     gen = torch.Generator(device="cpu").manual_seed(seed)
     ids = list(prompt)
     new: list[int] = []
-    for _ in range(max_new_tokens):
-        context = torch.tensor([ids[-model.cfg.n_ctx:]], device=device)
-        logits = model(context, last_only=True)[0].float().cpu()  # [v]
-        if temperature == 0:
-            nxt = int(logits.argmax())
-        else:
-            logits = logits / temperature
-            if top_k is not None:
-                kth = logits.topk(min(top_k, len(logits))).values[-1]
-                logits = logits.masked_fill(logits < kth, float("-inf"))
-            nxt = int(torch.multinomial(logits.softmax(-1), 1, generator=gen))
-        if nxt == stop_id:
-            break
-        ids.append(nxt)
-        new.append(nxt)
-    model.train(was_training)
+    with eval_mode(model):
+        for _ in range(max_new_tokens):
+            context = torch.tensor([ids[-model.cfg.n_ctx:]], device=device)
+            logits = model(context, last_only=True)[0].float().cpu()  # [v]
+            if temperature == 0:
+                nxt = int(logits.argmax())
+            else:
+                logits = logits / temperature
+                if top_k is not None:
+                    kth = logits.topk(min(top_k, len(logits))).values[-1]
+                    logits = logits.masked_fill(logits < kth, float("-inf"))
+                nxt = int(torch.multinomial(logits.softmax(-1), 1, generator=gen))
+            if nxt == stop_id:
+                break
+            ids.append(nxt)
+            new.append(nxt)
     return new

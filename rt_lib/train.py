@@ -12,7 +12,7 @@ import math
 import os
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -23,6 +23,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from rt_lib.io import CorruptFileError, atomic_save_torch, load_torch
+from rt_lib.model import eval_mode
 from rt_lib.seeding import derive, set_threads
 from rt_lib.tasks.base import Task
 
@@ -97,6 +98,16 @@ def log_spaced_steps(steps: int, points: int) -> list[int]:
     return sorted({min(steps, max(1, round(float(v)))) for v in grid} | {steps})
 
 
+def eval_due(cfg: TrainConfig) -> Callable[[int], bool]:
+    """Whether an evaluation is due after ``done`` optimiser steps: every ``eval_every`` steps, or
+    at about ``eval_log_points`` log-spaced steps, and always after the last step.  The one
+    schedule of :func:`train` and :func:`rt_lib.batched.train_batched`."""
+    if cfg.eval_log_points is not None:
+        at = set(log_spaced_steps(cfg.steps, cfg.eval_log_points))  # holds cfg.steps
+        return lambda done: done in at
+    return lambda done: done % cfg.eval_every == 0 or done == cfg.steps
+
+
 def prepare(cfg: TrainConfig, device: torch.device) -> None:
     """Threads and (non-)deterministic kernels for a run on ``device``."""
     set_threads(cfg.threads)
@@ -125,17 +136,26 @@ def lr_lambda(cfg: TrainConfig) -> Callable[[int], float]:
     return factor
 
 
-def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
-    """AdamW over trainable parameters only; vectors (biases, LayerNorm) get no weight decay."""
-    params = [p for p in model.parameters() if p.requires_grad]
+def param_groups(params: Iterable[torch.Tensor], weight_decay: float,
+                 matrix_ndim: int = 2) -> list[dict]:
+    """AdamW groups of the trainable ``params``: ``weight_decay`` on matrices, none on vectors
+    (biases, LayerNorm; SPEC A).  A matrix has at least ``matrix_ndim`` axes: 2, or 3 where
+    restarts are stacked along a leading seed axis (rt_lib/batched.py)."""
+    params = [p for p in params if p.requires_grad]
     if not params:
         raise ValueError("the model has no trainable parameters")
-    decay = [p for p in params if p.ndim >= 2]
-    no_decay = [p for p in params if p.ndim < 2]
-    groups = [{"params": decay, "weight_decay": cfg.weight_decay}]
+    decay = [p for p in params if p.ndim >= matrix_ndim]
+    no_decay = [p for p in params if p.ndim < matrix_ndim]
+    groups = [{"params": decay, "weight_decay": weight_decay}]
     if no_decay:
         groups.append({"params": no_decay, "weight_decay": 0.0})
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas)
+    return groups
+
+
+def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
+    """AdamW over trainable parameters only; vectors (biases, LayerNorm) get no weight decay."""
+    return torch.optim.AdamW(param_groups(model.parameters(), cfg.weight_decay), lr=cfg.lr,
+                             betas=cfg.betas)
 
 
 @torch.no_grad()
@@ -143,21 +163,19 @@ def evaluate(model: nn.Module, task: Task, batch_size: int = 8192,
              device: torch.device | None = None, bf16: bool = False) -> dict[str, float]:
     """Mean of the task's per-example scores on every eval set: {"test_acc": ..., ...}."""
     device = device or next(model.parameters()).device
-    was_training = model.training
-    model.eval()
     out: dict[str, float] = {}
-    for set_name, (x, y) in task.eval_sets().items():
-        sums: dict[str, float] = {}
-        for start in range(0, len(x), batch_size):
-            xb = x[start : start + batch_size].to(device)
-            yb = y[start : start + batch_size].to(device)
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-                logits = model(xb, last_only=task.last_only)
-            for key, values in task.scores(logits.float(), yb).items():
-                sums[key] = sums.get(key, 0.0) + values.double().sum().item()
-        for key, total in sums.items():
-            out[f"{set_name}_{key}"] = total / len(x)
-    model.train(was_training)
+    with eval_mode(model):
+        for set_name, (x, y) in task.eval_sets().items():
+            sums: dict[str, float] = {}
+            for start in range(0, len(x), batch_size):
+                xb = x[start : start + batch_size].to(device)
+                yb = y[start : start + batch_size].to(device)
+                with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+                    logits = model(xb, last_only=task.last_only)
+                for key, values in task.scores(logits.float(), yb).items():
+                    sums[key] = sums.get(key, 0.0) + values.double().sum().item()
+            for key, total in sums.items():
+                out[f"{set_name}_{key}"] = total / len(x)
     return out
 
 
@@ -267,8 +285,7 @@ def _train(model: nn.Module, task: Task, cfg: TrainConfig,
             state["grad_hook"] = grad_hook.state_dict()
         atomic_save_torch(state, ckpt)
 
-    eval_at = (set(log_spaced_steps(cfg.steps, cfg.eval_log_points))
-               if cfg.eval_log_points is not None else None)
+    due = eval_due(cfg)
     snapshots = set(cfg.snapshot_steps)
     step = start_step
     for step in bar:
@@ -278,12 +295,10 @@ def _train(model: nn.Module, task: Task, cfg: TrainConfig,
         loss = train_step(model, task, optimizer, x, y, cfg, grad_hook, step)
         scheduler.step()
 
-        last = step == cfg.steps - 1
         if step + 1 in snapshots:
             atomic_save_torch({"step": step + 1, "state_dict": model.state_dict()},
                               Path(cfg.snapshot_dir) / f"step_{step + 1}.pt")
-        due = (step + 1 in eval_at) if eval_at is not None else (step + 1) % cfg.eval_every == 0
-        if due or last:
+        if due(step + 1):
             row = {"step": step + 1, "lr": lr_now, "train_loss": loss.item()}
             row.update(evaluate(model, task, cfg.eval_batch_size, device, cfg.bf16))
             row["time_s"] = time.perf_counter() - t0

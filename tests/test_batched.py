@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from rt_lib.batched import can_batch, train_batched
+from rt_lib.fast_paths import shared_prefixes
 from rt_lib.model import LSTMConfig, TransformerConfig, build_model
 from rt_lib.tasks.modular import modular_addition
 from rt_lib.train import TrainConfig, train
@@ -66,22 +67,25 @@ def test_batched_refuses_what_it_cannot_batch():
 def test_vocab_prefixes_equal_the_full_forward():
     # the vmap-able prefix sharing (every one-token prefix once) against the plain forward
     task = modular_addition(7, train_fraction=0.6)
-    model = build_model(TransformerConfig(d_vocab=7, n_ctx=2, d_model=16, n_heads=2), 0)
+    model = build_model(TransformerConfig(d_vocab=7, n_ctx=2, d_model=16, n_heads=2), 0,
+                        last_position="vocab")
     x, _ = task.get_batch(0, 20, 0)
-    model.share_prefixes = "vocab"
-    assert model._shared_prefixes(x) is not None  # the path is taken
+    assert shared_prefixes(model, x) is not None  # the path is taken
     torch.testing.assert_close(model(x, last_only=True), model(x)[:, -1], rtol=1e-5, atol=1e-6)
 
 
 def test_train_grid_batches_restarts_with_the_same_results():
     from rt_lib.experiments.common import train_grid
+    from rt_lib.experiments.modular_addition import ModularAdditionParams
 
-    task = modular_addition(7, train_fraction=0.6)
-    tcfg = TrainConfig(steps=10, batch_size=16, lr=3e-3, warmup_steps=2, eval_every=5, threads=1,
-                       progress=False)
-    kinds = ["random transformer", "trained LSTM"]  # the LSTM cannot batch: trained one by one
-    together = train_grid(task, kinds, [16], 3, tcfg, n_heads=2, seed=4, batch_restarts=True)
-    apart = train_grid(task, kinds, [16], 3, tcfg, n_heads=2, seed=4, batch_restarts=False)
+    kinds = ("random transformer", "trained LSTM")  # the LSTM cannot batch: trained one by one
+    params = ModularAdditionParams(p=7, train_fraction=0.6, models=kinds, widths=(16,), restarts=3,
+                                   n_heads=2, seed=4, steps=10, batch_size=16, lr=3e-3,
+                                   lstm_lr=3e-3, lstm_steps=None, warmup_steps=2, eval_every=5,
+                                   threads=1, stop_at_test_acc=None)
+    task = params.task()
+    together = train_grid(task, replace(params, batch_restarts=True))
+    apart = train_grid(task, replace(params, batch_restarts=False))
     cols = ["seed", "train_loss", "test_acc", "train_acc", "steps"]
     a, b = together.metrics[cols], apart.metrics[cols]
     torch.testing.assert_close(torch.tensor(a.to_numpy()), torch.tensor(b.to_numpy()),

@@ -4,7 +4,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from rt_lib.model import build_model, distinct_rows, miiii_config
+from rt_lib.fast_paths import distinct_rows, token_tables_apply
+from rt_lib.model import build_model, miiii_config
 from rt_lib.tasks.miiii import miiii_task
 
 
@@ -55,12 +56,15 @@ def test_miiii_loss_equals_per_head_cross_entropy_over_valid_classes():
 def test_one_block_token_tables_equal_the_full_forward():
     task = miiii_task(13, "miiii", split="code", train_fraction=0.8)
     x, _ = task.get_batch(0, None, 0)
-    model = build_model(miiii_config(13, d_model=32, n_heads=4, dropout=0.0), 0)
-    assert model._token_tables_apply(x)  # 2 x 14 (position, token) pairs for 135 rows
+    cfg = miiii_config(13, d_model=32, n_heads=4, dropout=0.0)
+    model = build_model(cfg, 0)
+    assert token_tables_apply(model, x)  # 2 x 14 (position, token) pairs for 135 rows
     fast = model(x, last_only=True)
-    model.share_prefixes = False  # every row in full
-    assert not model._token_tables_apply(x)
+    plain = build_model(cfg, 0, last_position="full")  # every row in full
+    assert not token_tables_apply(plain, x)
     full = model(x)[:, -1]
+    # "full" is the plain forward: bit for bit the path a cache forces
+    assert torch.equal(plain(x, last_only=True), model(x, last_only=True, cache={}))
     finite = torch.isfinite(full)
     torch.testing.assert_close(fast[finite], full[finite], rtol=1e-5, atol=1e-5)
 
@@ -70,7 +74,7 @@ def test_residual_dropout_leaves_embeddings_and_attention_alone():
     model = build_model(miiii_config(13, d_model=32, n_heads=4, dropout=0.5), 0).train()
     x = torch.randint(0, 14, (64, 3), generator=torch.Generator().manual_seed(0))
     torch.testing.assert_close(model.embed(x), model.W_E[x] + model.W_pos)
-    assert model._token_tables_apply(torch.randint(0, 14, (200, 3)))  # valid while training
+    assert token_tables_apply(model, torch.randint(0, 14, (200, 3)))  # valid while training
     a, b = model(x, last_only=True), model(x, last_only=True)
     assert not torch.equal(a, b)  # dropout still acts (on the residual stream)
     cache = {}

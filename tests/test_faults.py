@@ -28,12 +28,22 @@ pytestmark = pytest.mark.fault
 PROJECT = Path(runner.__file__).resolve().parents[1]
 
 # A "long training" notebook at a tiny profile: checkpoints, resumes, writes a table and a figure.
-TRAIN_PARAMS = "steps = 3000\nseed = 0\n"
-TRAIN_CODE = """\
+# For the interruption test its grad hook (a) appends "<first step> <steps>", the optimiser steps
+# this process ran, to <results root>/steps_run.txt, and (b) at step HOLD_AT, whose checkpoint is
+# on disk by then, while <results root>/hold exists, writes <results root>/reached and waits: a
+# signal sent then lands mid-run for sure.  These files lie outside results/01_train/ (the files
+# the manifest records and the tests compare): a run without a hold file writes the same results.
+STEPS, CHECKPOINT_EVERY, HOLD_AT = 3000, 100, 1000
+HOLD_LIMIT_S = 600  # a hold file never removed fails the notebook rather than hanging it
+assert 0 < HOLD_AT < STEPS and HOLD_AT % CHECKPOINT_EVERY == 0  # held just after a checkpoint
+TRAIN_PARAMS = f"steps = {STEPS}\nseed = 0\n"
+TRAIN_CODE = (f"CHECKPOINT_EVERY, HOLD_AT, HOLD_LIMIT_S = {CHECKPOINT_EVERY}, {HOLD_AT}, "
+              f"{HOLD_LIMIT_S}\n") + """\
+import time
 import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
-from rt_lib.io import results_dir, save_csv, save_figure
+from rt_lib.io import atomic_write_text, results_dir, results_root, save_csv, save_figure
 from rt_lib.model import TransformerConfig, build_model
 from rt_lib.tasks import modular_addition
 from rt_lib.train import TrainConfig, train
@@ -42,9 +52,25 @@ out = results_dir("01_train")
 task = modular_addition(11, train_fraction=0.8, split_seed=0)
 model = build_model(TransformerConfig(d_vocab=11, n_ctx=2, d_model=16, n_heads=2), seed)
 cfg = TrainConfig(steps=steps, batch_size=16, warmup_steps=10, eval_every=100, seed=seed,
-                  checkpoint_path=str(out / "last.pt"), checkpoint_every=100, resume=True,
-                  progress=False, threads=1)
-result = train(model, task, cfg)
+                  checkpoint_path=str(out / "last.pt"), checkpoint_every=CHECKPOINT_EVERY,
+                  resume=True, progress=False, threads=1)
+root, ran = results_root(), []
+
+
+def hook(model, step):  # reads and changes nothing: the same numbers as without it
+    ran.append(step)
+    if step == HOLD_AT and (root / "hold").exists():
+        atomic_write_text(root / "reached", str(step))
+        deadline = time.monotonic() + HOLD_LIMIT_S
+        while (root / "hold").exists():
+            if time.monotonic() > deadline:
+                raise TimeoutError("the hold file was never removed")
+            time.sleep(0.05)
+
+
+result = train(model, task, cfg, grad_hook=hook)
+with open(root / "steps_run.txt", "a") as f:
+    f.write(f"{ran[0] if ran else None} {len(ran)}\\n")
 save_csv(result.history.drop(columns="time_s"), out / "metrics.csv")
 fig, ax = plt.subplots()
 ax.plot(result.history["step"], result.history["test_acc"])
@@ -127,45 +153,77 @@ def _temporaries(root: Path) -> list[Path]:
     return [p for p in root.rglob(".*") if p.is_file() and ".tmp" in p.name]
 
 
+def _steps_run(results: Path) -> list[tuple[int | None, int]]:
+    """(first step, steps) of each training process that ran through, from the hook's log."""
+    lines = (results / "steps_run.txt").read_text().splitlines()
+    return [(None if a == "None" else int(a), int(b)) for a, b in (line.split() for line in lines)]
+
+
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc (Linux)")
-@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT, signal.SIGTERM],
+                         ids=lambda s: s.name)
 def test_run_all_killed_then_rerun_finishes_only_what_was_left(books, reference, tmp_path, how):
     results = tmp_path / "interrupted"
+    results.mkdir()
+    hold, reached = results / "hold", results / "reached"
+    hold.touch()  # 01_train waits at step HOLD_AT until the test removes it
     proc = subprocess.Popen([sys.executable, "-m", "rt_lib.runner", "--jobs", "2"],
                             env=_env(books, results), cwd=PROJECT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    ckpt = results / "01_train" / "last.pt"
-    manifest = results / "manifest.json"
-    deadline = time.time() + 300
-    while not (ckpt.exists() and manifest.exists() and "02_quick" in manifest.read_text()):
-        assert proc.poll() is None, "the run ended before it could be interrupted"
-        assert time.time() < deadline
-        time.sleep(0.02)
-    family = _descendants(proc.pid)
-    assert family  # its notebook processes and kernels
-    os.kill(proc.pid, how)  # the runner alone (its own session), as `kill` would
-    proc.communicate(timeout=120)
+    try:
+        ckpt = results / "01_train" / "last.pt"
+        manifest = results / "manifest.json"
+        deadline = time.time() + 300
+        # 01_train held mid-run, 02_quick (run beside it) finished and recorded
+        while not (reached.exists() and manifest.exists()
+                   and "02_quick" in manifest.read_text()):
+            if proc.poll() is not None:
+                pytest.fail(f"the run ended before it could be interrupted:\n"
+                            f"{proc.communicate()[0][-3000:]}")
+            if time.time() > deadline:
+                recorded = manifest.exists() and "02_quick" in manifest.read_text()
+                pytest.fail(f"after 300 s: 01_train held at step {HOLD_AT}: {reached.exists()}; "
+                            f"02_quick recorded: {recorded}")
+            time.sleep(0.05)
+        family = _descendants(proc.pid)
+        assert family  # its notebook processes and kernels
+        os.kill(proc.pid, how)  # the runner alone (its own session), as `kill` would
+        output = proc.communicate(timeout=120)[0]
+    finally:
+        if proc.poll() is None:  # the test failed before its signal: leave nothing running
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate(timeout=60)
+        hold.unlink(missing_ok=True)
+    # Ctrl-C and SIGTERM unwind (notebooks stopped, temporaries removed) and exit with 130
+    assert proc.returncode == (-signal.SIGKILL if how == signal.SIGKILL else 130), output
     deadline = time.time() + 30
     while any(_alive(p) for p in family) and time.time() < deadline:
         time.sleep(0.2)
     assert not [p for p in family if _alive(p)], "a notebook process outlived the runner"
     done_before = set(json.loads(manifest.read_text())["notebooks"])
     assert "02_quick" in done_before and "01_train" not in done_before
+    assert not (results / "steps_run.txt").exists()  # 01_train never ran through
+    saved = load_torch(ckpt)  # the checkpoint the kill left: the one just before the hold
+    assert saved["step"] == HOLD_AT and not saved["finished"]
 
     again = _run_all(books, results)
     assert again.returncode == 0, again.stderr
     assert "02_quick is up to date" in again.stdout and "01_train started" in again.stdout
     assert "02_quick started" not in again.stdout
+    # resumed, not retrained: the one training that ran through began at the checkpoint's step
+    # and ran only the steps left (the uninterrupted run: all of them, from 0)
+    assert _steps_run(reference) == [(0, STEPS)]
+    assert _steps_run(results) == [(HOLD_AT, STEPS - HOLD_AT)]
     assert not _temporaries(results)
     final = Manifest(results)
     assert not final.problems
     for name in ("01_train", "02_quick"):
         assert final.stale_reason(name, final.entries[name].key) is None
     # the resumed run ends where the uninterrupted one did: same table, byte for byte the same
-    # figure (fixed metadata), and the checkpoint it resumed from was a mid-run one
+    # figure (fixed metadata)
     for rel in ("01_train/metrics.csv", "01_train/curve.png", "02_quick/done.txt"):
         assert (results / rel).read_bytes() == (reference / rel).read_bytes(), rel
-    assert len(pd.read_csv(results / "01_train/metrics.csv")) == 30
+    assert len(pd.read_csv(results / "01_train/metrics.csv")) == STEPS // 100
 
 
 def test_a_no_change_rerun_skips_everything_and_a_changed_notebook_reruns(reference, tmp_path):
@@ -275,13 +333,14 @@ def test_output_files_leave_out_temporaries_and_failures(tmp_path):
 
 def test_an_interrupted_grid_resumes_and_ends_as_the_uninterrupted_one(tmp_path):
     from rt_lib.experiments.common import train_grid
+    from rt_lib.experiments.modular_addition import ModularAdditionParams
 
     task = modular_addition(7, train_fraction=0.8, split_seed=0)
-    cfg = TrainConfig(steps=30, batch_size=8, warmup_steps=2, eval_every=5, progress=False,
-                      threads=1)
-    grid = dict(kinds=["random transformer", "trained transformer"], widths=[16], restarts=1,
-                train_cfg=cfg, n_heads=2)
-    reference = train_grid(task, **grid)
+    params = ModularAdditionParams(p=7, train_fraction=0.8, models=["random transformer",
+                                   "trained transformer"], widths=[16], restarts=1, steps=30,
+                                   batch_size=8, warmup_steps=2, eval_every=5, n_heads=2,
+                                   stop_at_test_acc=None, lstm_steps=None, threads=1)
+    reference = train_grid(task, params)
 
     calls = []
     original = task.get_batch
@@ -294,10 +353,10 @@ def test_an_interrupted_grid_resumes_and_ends_as_the_uninterrupted_one(tmp_path)
 
     task.get_batch = lambda *a: counting(*a, stop_at=30 + 17)
     with pytest.raises(KeyboardInterrupt):
-        train_grid(task, **grid, resume_dir=str(tmp_path / "resume"))
+        train_grid(task, params, resume_dir=str(tmp_path / "resume"))
     calls.clear()
     task.get_batch = lambda *a: counting(*a)
-    resumed = train_grid(task, **grid, resume_dir=str(tmp_path / "resume"))
+    resumed = train_grid(task, params, resume_dir=str(tmp_path / "resume"))
     # the first model had finished: not retrained; the second went on from its step-15 checkpoint
     assert calls == list(range(15, 30))
     timing = ["wall_time_s"]
@@ -324,7 +383,10 @@ def test_a_real_notebook_run_twice_writes_identical_tables(tmp_path):
             "--set", "eval_every=50", "--set", "warmup_steps=10"]
     first, second = [_run_all(runner.NOTEBOOKS, tmp_path / run, *tiny) for run in "ab"]
     assert first.returncode == 0 and second.returncode == 0, first.stderr[-2000:]
-    a, b = tmp_path / "a" / "05_memorisation", tmp_path / "b" / "05_memorisation"
+    # an exploration run: its own folder, named after the changes (a hash when they are long)
+    (a,) = (tmp_path / "a").glob("05_memorisation+*")
+    b = tmp_path / "b" / a.name
+    assert not (tmp_path / "a" / "05_memorisation").exists()
     tables = sorted(p.relative_to(a) for p in a.rglob("*.csv")
                     if not p.name.endswith(".timings.csv"))  # wall times differ, by design
     assert Path("metrics.csv") in tables

@@ -71,7 +71,8 @@ def test_find_checkpoint_takes_the_widest_that_can_rebuild_its_task(results_tmp)
 def test_subspace_reads_a_saved_model_with_its_task(results_tmp):
     params = ModularAdditionParams(p=11, models=("random transformer",), widths=(8,), steps=3,
                                    n_heads=2, eval_every=3, threads=1)
-    task, grid = run_task_grid("01_modular_addition", params)
+    grid = run_task_grid("01_modular_addition", params)
+    task = grid.task
     model, rebuilt, source = load_or_train("modular addition", "random transformer", SubspaceParams())
     assert source == "01_modular_addition/models/random_transformer_d8_r0.pt"
     trained = grid.models[("random transformer", 8, 0)]

@@ -67,6 +67,10 @@ def test_only_accepts_number_or_name():
 def test_unknown_parameter_is_rejected():
     with pytest.raises(runner.RunError, match=r"unknown parameter\(s\) \['modulus'\]"):
         runner.plan("cpu", ["01"], {"modulus": 5})
+    # a parameter goes to the selected notebooks that declare it, and only to them
+    by_name = {j.name: j for j in runner.plan("cpu", ["01", "07"], {"p": 61})}
+    assert by_name["01_modular_addition"].parameters == {"p": 61}
+    assert by_name["07_table1"].parameters == {}
 
 
 def test_paper_profile_injects_its_config(tmp_path):
@@ -76,33 +80,21 @@ def test_paper_profile_injects_its_config(tmp_path):
 
 
 def test_every_paper_config_names_only_known_parameters_and_validates():
-    from rt_lib.experiments import (ablations, decimal_addition, imitation, memorisation, miiii,
-                                    miiii_analysis, miiii_search, needle, parentheses,
-                                    random_miiii, subspace, table1, tinystories)
+    from rt_lib.experiments import miiii
+    from rt_lib.experiments.registry import registry
 
-    classes = {
-        "01_modular_addition": ModularAdditionParams, needle.NAME: needle.NeedleParams,
-        decimal_addition.NAME: decimal_addition.DecimalParams,
-        parentheses.NAME: parentheses.ParenthesesParams,
-        memorisation.NAME: memorisation.MemorisationParams,
-        ablations.NAME: ablations.AblationParams, table1.NAME: table1.Table1Params,
-        tinystories.NAME: tinystories.TinyStoriesParams, subspace.NAME: subspace.SubspaceParams,
-        imitation.NAME: imitation.ImitationParams, miiii.NAME: miiii.MiiiiParams,
-        miiii_analysis.NAME_EMBEDDINGS: miiii_analysis.EmbeddingParams,
-        miiii_analysis.NAME_NEURONS: miiii_analysis.NeuronParams,
-        miiii_search.NAME: miiii_search.SearchParams, random_miiii.NAME: random_miiii.RandomMiiiiParams,
-    }
     jobs = runner.plan("paper", None, {})
-    assert {job.name for job in jobs} == set(classes)  # every notebook has a paper config
+    assert {job.name for job in jobs} == set(registry())  # every notebook has a paper config
     for job in jobs:
-        params = classes[job.name](**job.parameters)  # raises on a bad value
+        params = registry()[job.name].params(**job.parameters)  # raises on a bad value
+        assert job.folder == job.name  # the profile's own run: its own folder
         if hasattr(params, "trained_steps"):  # no CPU-profile caps at paper scale
             assert params.trained_steps is None and params.lstm_steps is None, job.name
     # notebooks 12, 13 and 15 must ask for exactly notebook 11's paper runs (else they retrain)
     main = miiii.MiiiiParams(**next(j for j in jobs if j.name == miiii.NAME).parameters)
     for job in jobs:
         if "train_params" in job.parameters:
-            again = miiii_analysis.training_params(job.parameters["train_params"], ("miiii",))
+            again = miiii.training_params(job.parameters["train_params"], ("miiii",))
             assert again.run_key("miiii", 0.5) == main.run_key("miiii", 0.5), job.name
 
 

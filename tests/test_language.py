@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from rt_lib.model import TransformerConfig, build_model
-from rt_lib.text import BPETokenizer, LanguageModelling, cached_tokenizer, generate
+from rt_lib.tasks import LanguageModelling
+from rt_lib.text import BPETokenizer, cached_tokenizer, generate
 
 STORIES = [
     "Once upon a time, there was a little cat named Tom. Tom liked to play with a red ball.",
@@ -98,13 +99,14 @@ def test_tinystories_parameters_are_checked():
         TinyStoriesParams(prompts=["Once", "  "])
 
 
-def test_epochs_set_the_step_count():
+def test_epochs_set_the_step_count(tmp_path):
     from rt_lib.experiments.tinystories import TinyStoriesParams
 
     task = LanguageModelling(torch.arange(100) % 7, torch.arange(20) % 7, d_vocab=7, n_ctx=8)
-    params = TinyStoriesParams(epochs=2, batch_size=4, n_ctx=8)
+    # a data folder that exists, so the parameters validate without $RT_TINYSTORIES (never read)
+    params = TinyStoriesParams(epochs=2, batch_size=4, n_ctx=8, data_path=str(tmp_path))
     assert params.steps_for(task) == 7  # ceil(2 * 100 / (4 * 8))
-    assert TinyStoriesParams(steps=13).steps_for(task) == 13
+    assert TinyStoriesParams(steps=13, data_path=str(tmp_path)).steps_for(task) == 13
 
 
 def test_every_model_completes_with_the_same_seed():

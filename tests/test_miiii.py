@@ -133,14 +133,16 @@ def test_a_miiii_run_is_resumed_not_retrained(results_tmp):
                          eval_points=5, n_snapshots=3, train_fraction=0.6)
     assert runs_to_do(params) == [("miiii", 2.0), ("miiii", 0.0)]  # plus the lambda = 0 run
     first = run(params)
-    folder = first[0].folder
+    assert list(first) == ["T_miiii", "T_miiii (λ = 0)"]
+    first, again = first["T_miiii"], None
+    folder = first.folder
     snapshots = sorted(p.name for p in (folder / "snapshots").glob("*.pt"))
     assert snapshots == ["step_1.pt", "step_30.pt", "step_5.pt"]  # each with its .sha256
-    again = run(params)  # same settings: resumed from last.pt at epoch 30, nothing retrained
-    assert again[0].result.steps_done == 30
-    assert again[0].result.history.equals(first[0].result.history)
-    assert torch.equal(again[0].result.model.W_E, first[0].result.model.W_E)
-    table = generalisation_table(first[0], threshold=0.99)
+    again = run(params)["T_miiii"]  # same settings: resumed from last.pt at epoch 30
+    assert again.result.steps_done == 30
+    assert again.result.history.equals(first.result.history)
+    assert torch.equal(again.result.model.W_E, first.result.model.W_E)
+    table = generalisation_table(first, threshold=0.99)
     assert table["q"].tolist() == [2, 3, 5]
     assert set(table.columns) >= {"train epoch", "valid epoch", "final valid acc"}
 

@@ -6,9 +6,11 @@ import pytest
 import torch
 
 from rt_lib import fourier
-from rt_lib.experiments import miiii_analysis as ma
+from rt_lib.experiments import miiii as mi
+from rt_lib.experiments import miiii_neurons as mn
 from rt_lib.experiments.miiii import MiiiiParams, run
-from rt_lib.experiments.random_miiii import RandomMiiiiParams, per_head_table, run_all
+from rt_lib.experiments.random_miiii import RandomMiiiiParams, per_head_table
+from rt_lib.experiments.random_miiii import run as run_random
 from rt_lib.model import build_model, miiii_config
 from rt_lib.widgets import neuron_explorer
 
@@ -100,7 +102,7 @@ def test_neuron_grid_matches_the_full_forward():
 
 def test_readout_strength_is_the_norm_through_each_head():
     model = build_model(miiii_config(7, d_model=8, n_heads=2), 0)
-    strength = ma.readout_strength(model)
+    strength = mn.readout_strength(model)
     assert strength.shape == (32, 3)  # d_mlp x heads (q = 2, 3, 5)
     w_out, w_u = model.blocks[0].mlp.W_out.detach(), model.W_U.detach()
     assert strength[5, 1] == pytest.approx(float((w_out[5] @ w_u[1]).norm()), rel=1e-5)
@@ -123,18 +125,18 @@ def test_neuron_explorer_redraws_on_every_slider():
 
 def test_training_params_rejects_unknown_keys():
     with pytest.raises(ValueError, match="unknown keys"):
-        ma.training_params({"learning_rate": 1e-3}, ("miiii",))
+        mi.training_params({"learning_rate": 1e-3}, ("miiii",))
     with pytest.raises(ValueError, match="trainable"):
         MiiiiParams(trainable="nothing")
 
 
 def test_runs_are_reused_and_snapshots_load(results_tmp):
-    params = ma.training_params(TINY, ("miiii",))
-    first = ma.load_runs(params)["miiii"]
-    again = ma.load_runs(params)["miiii"]  # loaded from its finished checkpoint, not retrained
+    params = mi.training_params(TINY, ("miiii",))
+    first = mi.load_runs(params)["miiii"]
+    again = mi.load_runs(params)["miiii"]  # loaded from its finished checkpoint, not retrained
     assert again.folder == first.folder
     assert again.result.history.equals(first.result.history)
-    models = ma.snapshot_models(again)
+    models = mi.snapshot_models(again)
     assert sorted(models) == list(models) and max(models) == 12
     final = again.result.model.cpu()
     for name, value in models[12].state_dict().items():
@@ -143,7 +145,7 @@ def test_runs_are_reused_and_snapshots_load(results_tmp):
 
 def test_random_miiii_trains_only_the_embeddings(results_tmp):
     params = RandomMiiiiParams(variants=("nanda",), train_params=TINY, widths=(16,))
-    runs = run_all(params)
+    runs = run_random(params)
     random_run = runs["random (d=16) · T_nanda"]
     assert random_run.result.model.cfg.trainable == "embeddings"
     # the frozen block is still exactly its initialisation (same seed as MiiiiParams.model)

@@ -1,11 +1,16 @@
+import ast
+import inspect
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
 
+import rt_lib.model
+from rt_lib.fast_paths import shared_prefixes
 from rt_lib.model import (LSTM, TRAINABLE_PARAMS, LSTMConfig, Transformer, TransformerConfig,
-                          build_model, count_params, miiii_config, sinusoidal_positions)
+                          build_model, count_params, eval_mode, miiii_config,
+                          sinusoidal_positions)
 
 
 def tiny(**kw):
@@ -188,7 +193,7 @@ def test_shared_prefix_path_matches_full_forward_and_gradients(t):
     model = build_model(cfg, 2)
     prefixes = torch.randint(0, 5, (3, t - 1), generator=torch.Generator().manual_seed(0))
     x = torch.cat([prefixes.repeat(8, 1), torch.randint(0, 5, (24, 1))], 1)  # 3 prefixes, 24 rows
-    assert model._shared_prefixes(x) is not None
+    assert shared_prefixes(model, x) is not None
     fast = model(x, last_only=True)
     model.zero_grad()
     fast.square().sum().backward()
@@ -199,3 +204,58 @@ def test_shared_prefix_path_matches_full_forward_and_gradients(t):
     torch.testing.assert_close(fast, slow, rtol=1e-5, atol=1e-6)
     for n, p in model.named_parameters():
         torch.testing.assert_close(grads[n], p.grad, rtol=1e-4, atol=1e-6, msg=n)
+
+
+def test_options_are_constructor_arguments_and_change_how_not_what():
+    cfg = tiny(d_vocab=5, n_ctx=2)
+    x = torch.cartesian_prod(torch.arange(5), torch.arange(5))  # 5 prefixes, 25 rows
+    models = {mode: build_model(cfg, 1, last_position=mode) for mode in ("shared", "vocab", "full")}
+    assert shared_prefixes(models["shared"], x) is not None
+    assert shared_prefixes(models["vocab"], x) is not None
+    assert shared_prefixes(models["full"], x) is None
+    # "full" runs the plain forward: bit for bit the path a cache forces
+    plain = models["full"](x, last_only=True)
+    assert torch.equal(plain, models["shared"](x, last_only=True, cache={}))
+    for mode in ("shared", "vocab"):
+        torch.testing.assert_close(models[mode](x, last_only=True), plain, rtol=1e-5, atol=1e-6)
+    # the same weights whatever the options (they are not part of the initialisation)
+    for name, p in models["shared"].state_dict().items():
+        assert torch.equal(p, models["full"].state_dict()[name])
+    unfused = build_model(cfg, 1, fused_attention=False)
+    assert all(b.attn.fused for b in models["full"].blocks)
+    assert not any(b.attn.fused for b in unfused.blocks)
+    assert not hasattr(Transformer, "share_prefixes") and not hasattr(Transformer, "fused")
+    with pytest.raises(ValueError, match="last_position='distinct' is not one of"):
+        build_model(cfg, 1, last_position="distinct")
+
+
+def test_unfused_attention_equals_the_fused_kernel_on_long_sequences():
+    cfg = tiny(d_vocab=11, n_ctx=12)  # 12 > SHORT_SEQ positions: SDPA when fused
+    x = tokens(b=4, t=12)
+    fused, unfused = build_model(cfg, 0), build_model(cfg, 0, fused_attention=False)
+    torch.testing.assert_close(fused(x), unfused(x), rtol=1e-5, atol=1e-6)
+
+
+def test_eval_mode_restores_the_training_flag():
+    model = build_model(tiny(), 0)
+    for before in (True, False):
+        model.train(before)
+        with eval_mode(model) as m:
+            assert m is model and not model.training
+        assert model.training is before
+    model.train()
+    with pytest.raises(RuntimeError), eval_mode(model):
+        raise RuntimeError("restored on error too")
+    assert model.training
+
+
+def test_model_module_stands_alone_and_its_transformer_stays_short():
+    # rt_lib/model.py imports no task; the Transformer class reads like nanoGPT's (issue
+    # "Each room where it belongs"): its last-position shortcuts live in rt_lib/fast_paths.py
+    tree = ast.parse(inspect.getsource(rt_lib.model))
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                 for alias in node.names}
+    assert not any(name and name.startswith("rt_lib.tasks") for name in imported)
+    lines, _ = inspect.getsourcelines(Transformer)
+    assert len(lines) <= 110

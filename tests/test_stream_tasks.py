@@ -9,15 +9,61 @@ import torch
 from rt_lib.experiments.common import model_config
 from rt_lib.model import build_model, count_params
 from rt_lib.tasks import IGNORE, DecimalAddition, NeedleInAHaystack, Parentheses, memorisation
-from rt_lib.tasks.decimal import OUT_OFFSET, STOP, decimal_reference
-from rt_lib.tasks.dyck import balanced_reference, random_dyck_steps
-from rt_lib.tasks.needle import MARKER_OFFSET, QUERY_OFFSET, needle_answers
+from rt_lib.tasks import dyck
+from rt_lib.tasks.decimal import EQUALS, OUT_OFFSET, PLUS, STOP
+from rt_lib.tasks.dyck import random_dyck_steps
+from rt_lib.tasks.needle import MARKER_OFFSET, MAX_KEYS, QUERY_OFFSET
 
 
 def answers(targets):
     """The one scored target of each row."""
     assert ((targets != IGNORE).sum(-1) == 1).all()
     return targets[targets != IGNORE].tolist()
+
+
+# --- independent references: plain Python over each row ---------------------------------------
+
+def needle_answers(tokens) -> list[int]:
+    """Reference answers computed by reading each sequence left to right."""
+    answers = []
+    for row in tokens.tolist():
+        table, answer = {}, None
+        for i, tok in enumerate(row):
+            if MARKER_OFFSET <= tok < QUERY_OFFSET:
+                table[tok] = row[i + 1]
+            elif QUERY_OFFSET <= tok < QUERY_OFFSET + MAX_KEYS:
+                answer = table[tok - QUERY_OFFSET + MARKER_OFFSET]
+                break
+        answers.append(answer)
+    return answers
+
+
+def decimal_reference(tokens, targets) -> list[tuple[int, int, int]]:
+    """(a, b, sum) per row read back from tokens and targets with Python integers."""
+    rows = []
+    for tok, tgt in zip(tokens.tolist(), targets.tolist()):
+        plus = tok.index(PLUS)
+        equals = tok.index(EQUALS)
+        a = int("".join(map(str, reversed(tok[:plus]))))
+        b = int("".join(map(str, reversed(tok[plus + 1 : equals]))))
+        out = [t for t in tgt if t != IGNORE]
+        digits = [t - OUT_OFFSET for t in out if OUT_OFFSET <= t < OUT_OFFSET + 10]
+        rows.append((a, b, int("".join(map(str, reversed(digits)))) if digits else None))
+    return rows
+
+
+def balanced_reference(tokens) -> list[bool]:
+    """Is each row's string (between the padding and '?') balanced?  A plain depth counter."""
+    out = []
+    for row in tokens.tolist():
+        depth, ok = 0, True
+        for tok in row[: row.index(dyck.ASK)]:
+            if tok == dyck.PAD:
+                continue
+            depth += 1 if tok == dyck.OPEN else -1
+            ok &= depth >= 0
+        out.append(ok and depth == 0)
+    return out
 
 
 # --- needle-in-a-haystack ---------------------------------------------------------------------

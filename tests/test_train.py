@@ -5,7 +5,8 @@ import torch
 
 from rt_lib.model import LSTMConfig, TransformerConfig, build_model
 from rt_lib.tasks import modular_addition
-from rt_lib.train import TrainConfig, lr_lambda, make_optimizer, train
+from rt_lib.train import (TrainConfig, eval_due, log_spaced_steps, lr_lambda, make_optimizer,
+                          param_groups, train)
 
 
 def tiny_task():
@@ -117,6 +118,27 @@ def test_no_weight_decay_on_vectors():
         assert all(p.ndim >= 2 for p in group["params"]) == (group["weight_decay"] == 0.5)
 
 
+def test_param_groups_of_stacked_restarts_decay_the_same_tensors():
+    # batched restarts stack seeds on a leading axis: matrices then have >= 3 axes
+    model = tiny_model()  # matrices, and vectors (biases, LayerNorm)
+    stacked = [torch.stack([p, p]).detach().requires_grad_(p.requires_grad)
+               for p in model.parameters()]
+    plain = param_groups(model.parameters(), 0.5)
+    batched = param_groups(stacked, 0.5, matrix_ndim=3)
+    assert [g["weight_decay"] for g in plain] == [g["weight_decay"] for g in batched] == [0.5, 0.0]
+    for a, b in zip(plain, batched):
+        assert [p.shape for p in a["params"]] == [p.shape[1:] for p in b["params"]]
+    with pytest.raises(ValueError, match="no trainable parameters"):
+        param_groups([torch.zeros(2, 2)], 0.5)
+
+
+def test_evaluation_schedule_is_one_rule():
+    due = eval_due(TrainConfig(steps=10, eval_every=4, progress=False))
+    assert [s for s in range(1, 11) if due(s)] == [4, 8, 10]  # and always the last step
+    due = eval_due(TrainConfig(steps=20, eval_log_points=3, progress=False))
+    assert [s for s in range(1, 21) if due(s)] == log_spaced_steps(20, 3) == [1, 4, 20]
+
+
 def test_resume_from_checkpoint_matches_uninterrupted_run(tmp_path):
     ref = train(tiny_model(), tiny_task(), quick(steps=8, eval_every=2, seed=4))
     ckpt = str(tmp_path / "run.pt")
@@ -169,8 +191,6 @@ def test_two_threads_are_still_bit_for_bit_repeatable():
 
 
 def test_log_spaced_steps_cover_every_decade():
-    from rt_lib.train import log_spaced_steps
-
     assert log_spaced_steps(1000, 4) == [1, 10, 100, 1000]
     assert log_spaced_steps(5, 20) == [1, 2, 3, 4, 5]  # never more steps than there are
 

@@ -11,12 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pandas as pd
-import yaml
 
 from rt_lib.experiments import decimal_addition, modular_addition, needle, parentheses
-from rt_lib.experiments.common import (MODEL_KINDS, GridParams, check_positive_ints,
-                                       from_namespace)
-from rt_lib.io import PROJECT_ROOT
+from rt_lib.experiments.common import MODEL_KINDS, GridParams, GridResult
+from rt_lib.experiments.registry import DEFAULT_PROFILE, Experiment, available_profiles
+from rt_lib.params import Params, check_positive_ints
 
 NAME = "06_embedding_ablations"
 
@@ -41,32 +40,30 @@ def task_params(task: str, profile: str, **changes) -> GridParams:
     """The parameters of ``task``'s own notebook in ``profile`` ("cpu" = its defaults,
     otherwise configs/<profile>/<notebook>.yaml), with ``changes`` applied."""
     module, cls = TASKS[task]
-    settings = {}
-    if profile != "cpu":
-        path = PROJECT_ROOT / "configs" / profile / f"{module.NAME}.yaml"
-        if not path.exists():
-            known = ["cpu"] + sorted(p.name for p in (PROJECT_ROOT / "configs").iterdir()
-                                     if p.is_dir() and p.name != "cpu")
-            raise ValueError(f"task_profile={profile!r}: {path.relative_to(PROJECT_ROOT)} is "
-                             f"missing; profiles: {', '.join(known)}")
-        settings = yaml.safe_load(path.read_text()) or {}
+    if profile not in available_profiles():
+        raise ValueError(f"task_profile={profile!r} is not a profile; profiles: "
+                         f"{', '.join(available_profiles())}")
+    try:
+        settings = module.EXPERIMENT.profile_config(profile)
+    except FileNotFoundError as err:
+        raise ValueError(f"task_profile={profile!r}: {err}") from None
     return cls(**{**settings, **changes})
 
 
 @dataclass(frozen=True)
-class AblationParams:
+class AblationParams(Params):
+    """Notebook 06's parameters; defaults = CPU profile."""
+
     tasks: tuple[str, ...] = ("decimal addition",)
     variants: tuple[str, ...] = VARIANTS
-    task_profile: str = "cpu"
+    task_profile: str = DEFAULT_PROFILE
     widths: tuple[int, ...] | None = None  # None: each task's own widths
-    steps: int | None = None  # None: each task's own steps
+    steps: int | None = 250  # None: each task's own steps (CPU: 250, 3-digit addition at width 512)
     restarts: int = 1
     seed: int = 0
     threads: int | None = None  # None: $RT_THREADS or 1 (seeding.set_threads)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "tasks", tuple(self.tasks))
-        object.__setattr__(self, "variants", tuple(self.variants))
+    def check(self) -> None:
         unknown = [t for t in self.tasks if t not in TASKS]
         if unknown or not self.tasks:
             raise ValueError(f"tasks={list(self.tasks)!r}: each must be one of {list(TASKS)}")
@@ -75,15 +72,10 @@ class AblationParams:
             raise ValueError(f"variants={list(self.variants)!r}: each must be one of "
                              f"{list(MODEL_KINDS)}")
         if self.widths is not None:
-            object.__setattr__(self, "widths", tuple(self.widths))
             check_positive_ints("widths", self.widths)
         check_positive_ints("restarts", [self.restarts])
         for task in self.tasks:  # each task's settings validate themselves now, not mid-run
             self.params_for(task)
-
-    @classmethod
-    def from_namespace(cls, namespace):
-        return from_namespace(cls, namespace)
 
     def params_for(self, task: str) -> GridParams:
         changes = {"models": self.variants, "restarts": self.restarts, "seed": self.seed,
@@ -95,15 +87,17 @@ class AblationParams:
         return task_params(task, self.task_profile, **changes)
 
 
-def run(params: AblationParams) -> pd.DataFrame:
-    """One metrics row per (task, variant, width, restart), with a ``task`` column."""
+EXPERIMENT = Experiment(NAME, AblationParams, title="which embeddings must train (Table 2)")
+
+
+def run(params: AblationParams) -> GridResult:
+    """Metrics with one row per (task, variant, width, restart) and a ``task`` column."""
     frames = []
     for task in params.tasks:
         module, _ = TASKS[task]
-        out = module.run(params.params_for(task), save_models=False)
-        grid = out[1] if isinstance(out, tuple) else out
+        grid = module.run(params.params_for(task), save_models=False)
         frames.append(grid.metrics.assign(task=task))
-    return pd.concat(frames, ignore_index=True)
+    return GridResult(metrics=pd.concat(frames, ignore_index=True))
 
 
 def ablation_table(metrics: pd.DataFrame) -> pd.DataFrame:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -18,6 +18,7 @@ from torch import nn
 from rt_lib.batched import can_batch, train_batched
 from rt_lib.io import RESUME, atomic_save_torch, load_torch, results_dir
 from rt_lib.model import LSTMConfig, TransformerConfig, build_model, count_params
+from rt_lib.params import Params, check_positive_ints
 from rt_lib.seeding import derive
 from rt_lib.tasks.base import Task
 from rt_lib.train import TrainConfig, train
@@ -44,11 +45,6 @@ def check_kinds(kinds: Sequence[str]) -> None:
         raise ValueError(f"models={list(kinds)!r}: each must be one of {list(MODEL_KINDS)}")
 
 
-def check_positive_ints(name: str, values: Sequence[int]) -> None:
-    if not values or any(not isinstance(v, int) or v < 1 for v in values):
-        raise ValueError(f"{name}={list(values)!r} must be a non-empty list of positive integers")
-
-
 def model_config(kind: str, task: Task, width: int, n_layers: int, n_heads: int,
                  **transformer_overrides) -> TransformerConfig | LSTMConfig:
     arch, trainable, settings = MODEL_KINDS[kind]
@@ -60,16 +56,11 @@ def model_config(kind: str, task: Task, width: int, n_layers: int, n_heads: int,
                              trainable=trainable, **{**settings, **transformer_overrides})
 
 
-def from_namespace(cls, namespace: Mapping[str, Any]):
-    """``cls(**{field: namespace[field]})`` for the dataclass fields present in ``namespace``."""
-    return cls(**{f.name: namespace[f.name] for f in fields(cls) if f.name in namespace})
-
-
 @dataclass(frozen=True)
-class GridParams:
+class GridParams(Params):
     """Parameters every restart-grid notebook shares; a notebook's class adds its task's fields
-    and overrides the defaults (its CPU profile).  Lists from papermill/YAML become tuples and
-    every value is checked when the object is built, before any work, naming the parameter."""
+    and overrides the defaults (its CPU profile).  Every value is checked when the object is
+    built (:class:`~rt_lib.params.Params`), before any work, naming the parameter."""
 
     models: tuple[str, ...] = ("random transformer", "trained transformer", "trained LSTM")
     widths: tuple[int, ...] = (256,)  # d_model; Table 1 reports 16 and 1024
@@ -93,9 +84,7 @@ class GridParams:
     bf16: bool = False
     device: str = "auto"
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "models", tuple(self.models))
-        object.__setattr__(self, "widths", tuple(self.widths))
+    def check(self) -> None:
         check_kinds(self.models)
         check_positive_ints("widths", self.widths)
         check_positive_ints("restarts", [self.restarts])
@@ -108,11 +97,6 @@ class GridParams:
         for extra in self.kind_overrides().values():
             replace(self.train_config(), **extra)
         self.check_task()
-
-    @classmethod
-    def from_namespace(cls, namespace: Mapping[str, Any]):
-        """Build from a notebook's variables (its ``parameters`` cell): every field found there."""
-        return from_namespace(cls, namespace)
 
     def task(self) -> Task:
         """The notebook's task, built from its fields (subclasses)."""
@@ -149,26 +133,16 @@ class GridParams:
         """Model settings beyond width/depth/heads (e.g. the language model's dropout)."""
         return {}
 
-    def run_grid(self, task: Task, checkpoint_dir: str | None = None,
-                 meta: Mapping[str, Any] | None = None,
-                 resume_dir: str | None = None) -> "GridResult":
-        return train_grid(task, self.models, self.widths, self.restarts, self.train_config(),
-                          n_layers=self.n_layers, n_heads=self.n_heads,
-                          kind_overrides=self.kind_overrides(), seed=self.seed,
-                          checkpoint_dir=checkpoint_dir,
-                          transformer_overrides=self.transformer_overrides(), meta=meta,
-                          batch_restarts=self.batch_restarts, resume_dir=resume_dir)
-
 
 def run_task_grid(name: str, params: GridParams, save_models: bool = True,
-                  task: Task | None = None) -> tuple[Task, "GridResult"]:
+                  task: Task | None = None) -> "GridResult":
     """Build ``params``' task and train its grid; checkpoints under ``results/<name>/models``,
     each with the parameters that rebuild its task (``params.task()``, used by notebook 09).
     ``task``: the task already built from ``params`` (saves building it twice)."""
     task = task if task is not None else params.task()
     ckpt = str(results_dir(name) / "models") if save_models else None
-    return task, params.run_grid(task, ckpt, meta={"notebook": name, "params": params},
-                                 resume_dir=resume_dir(name))
+    return train_grid(task, params, ckpt, meta={"notebook": name, "params": params},
+                      resume_dir=resume_dir(name))
 
 
 def resume_dir(name: str) -> str | None:
@@ -182,42 +156,42 @@ def resume_dir(name: str) -> str | None:
 
 @dataclass
 class GridResult:
-    metrics: pd.DataFrame  # one row per (model, width, restart)
-    histories: dict[tuple[str, int, int], pd.DataFrame] = field(default_factory=dict)
-    models: dict[tuple[str, int, int], nn.Module] = field(default_factory=dict)
+    """What every training experiment's ``run()`` returns."""
+
+    metrics: pd.DataFrame  # one row per (model, width, restart) (and task or target, if several)
+    histories: dict[tuple, pd.DataFrame] = field(default_factory=dict)  # key -> eval rows
+    models: dict[tuple, nn.Module] = field(default_factory=dict)  # (model, width, restart) -> model
+    task: Task | None = None  # the task trained on, when there is one
 
 
-def train_grid(task: Task, kinds: Sequence[str], widths: Sequence[int], restarts: int,
-               train_cfg: TrainConfig, n_layers: int = 2, n_heads: int = 4,
-               kind_overrides: Mapping[str, Mapping[str, Any]] | None = None, seed: int = 0,
-               checkpoint_dir: str | None = None,
-               transformer_overrides: Mapping[str, Any] | None = None,
+def train_grid(task: Task, params: GridParams, checkpoint_dir: str | None = None,
                meta: Mapping[str, Any] | None = None,
-               batch_restarts: bool = False, resume_dir: str | None = None) -> GridResult:
-    """Train every model kind at every width ``restarts`` times; seeds derive from ``seed``.
+               resume_dir: str | None = None) -> GridResult:
+    """Train every model kind of ``params`` at every width ``params.restarts`` times; seeds
+    derive from ``params.seed``.
 
-    With ``batch_restarts`` the restarts of a transformer train as one stacked model
+    With ``params.batch_restarts`` the restarts of a transformer train as one stacked model
     (:mod:`rt_lib.batched`; equal to one-by-one runs up to float rounding) where that is supported:
     no early stop, checkpoints, dropout or bf16 (the paper profiles' 10 restarts).  Off by default:
     on CPU it pays only for small models (benchmarks/bench_all.py, group "restarts").
 
-    ``kind_overrides`` changes training settings per model kind, e.g.
-    ``{"trained LSTM": {"lr": 5e-3}}`` (the paper tuned the LSTM's lr separately, SPEC A).
-    ``transformer_overrides`` go to every transformer's config (e.g. ``{"dropout": 0.1}``);
+    Training settings change per model kind (``params.kind_overrides()``: the LSTM's own lr,
+    SPEC A) and every transformer gets ``params.transformer_overrides()`` (e.g. dropout);
     ``meta`` is stored in every checkpoint (what rebuilds the task).
     ``resume_dir``: each run checkpoints there (every tenth of its steps) and resumes from it, so
     an interrupted grid continues where it stopped and ends as the uninterrupted one would.
     """
-    rows, result = [], GridResult(metrics=pd.DataFrame())
-    for width in widths:
-        for kind in kinds:
-            cfg = model_config(kind, task, width, n_layers, n_heads,
-                               **(transformer_overrides or {}))
-            extra = (kind_overrides or {}).get(kind, {})
-            seeds = [derive(seed, f"restart{r}") % 2**31 for r in range(restarts)]
+    rows, result = [], GridResult(metrics=pd.DataFrame(), task=task)
+    train_cfg, restarts = params.train_config(), params.restarts
+    for width in params.widths:
+        for kind in params.models:
+            cfg = model_config(kind, task, width, params.n_layers, params.n_heads,
+                               **params.transformer_overrides())
+            extra = params.kind_overrides().get(kind, {})
+            seeds = [derive(params.seed, f"restart{r}") % 2**31 for r in range(restarts)]
             tcfgs = [replace(train_cfg, seed=s, **extra) for s in seeds]
             models = [build_model(cfg, derive(s, "init")) for s in seeds]
-            batched = batch_restarts and restarts > 1 and can_batch(cfg, tcfgs[0])
+            batched = params.batch_restarts and restarts > 1 and can_batch(cfg, tcfgs[0])
             if resume_dir is not None and not batched:
                 slug = kind.replace(" ", "_")
                 tcfgs = [replace(c, resume=True, checkpoint_every=max(c.steps // 10, 1),

@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from rt_lib.experiments.common import GridParams, GridResult, run_task_grid
+from rt_lib.experiments.registry import Experiment
 from rt_lib.tasks import DecimalAddition
 from rt_lib.tasks.decimal import OUT_OFFSET, STOP
 
@@ -38,7 +39,10 @@ class DecimalParams(GridParams):
                                test_seed=self.test_seed, score_first_digit=self.score_first_digit)
 
 
-def run(params: DecimalParams, save_models: bool = True) -> tuple[DecimalAddition, GridResult]:
+EXPERIMENT = Experiment(NAME, DecimalParams, title="decimal addition (Table 1)")
+
+
+def run(params: DecimalParams, save_models: bool = True) -> GridResult:
     return run_task_grid(NAME, params, save_models)
 
 

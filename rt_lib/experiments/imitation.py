@@ -12,7 +12,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from rt_lib.experiments.common import GridParams, check_positive_ints, train_grid
+from rt_lib.experiments.common import GridParams, GridResult, train_grid
+from rt_lib.experiments.registry import Experiment
+from rt_lib.params import check_positive_ints
 from rt_lib.seeding import derive
 from rt_lib.tasks.imitation import CircuitImitation, imitation_target
 
@@ -40,13 +42,12 @@ class ImitationParams(GridParams):
     warmup_steps: int = 30
     eval_every: int = 100
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "target_widths", tuple(self.target_widths))
+    def check(self) -> None:
         check_positive_ints("target_widths", self.target_widths)
         for w in self.target_widths:
             if w % self.target_heads:
                 raise ValueError(f"target_widths: {w} is not divisible by target_heads={self.target_heads}")
-        super().__post_init__()
+        super().check()
 
     def check_task(self) -> None:
         check_positive_ints("d_vocab", [self.d_vocab])
@@ -66,22 +67,23 @@ class ImitationParams(GridParams):
         return CircuitImitation(target, n_test=self.n_test, test_seed=self.test_seed)
 
 
-def run(params: ImitationParams) -> pd.DataFrame:
-    """One row per (target width, imitator kind, width, restart): final test KL, the
-    input-blind baseline's KL, and their ratio (1 = learned nothing about the input)."""
+EXPERIMENT = Experiment(NAME, ImitationParams, title="imitating random circuits (Fig. 6)")
+
+
+def run(params: ImitationParams) -> GridResult:
+    """Metrics with one row per (target width, imitator kind, width, restart): final test KL,
+    the input-blind baseline's KL, and their ratio (1 = learned nothing about the input)."""
     frames = []
     for tw in params.target_widths:
         task = params.task(tw)
-        grid = train_grid(task, params.models, params.widths, params.restarts,
-                          params.train_config(), n_layers=params.n_layers,
-                          n_heads=params.n_heads, seed=params.seed)
+        grid = train_grid(task, params)
         df = grid.metrics.rename(columns={"width": "imitator_width"})
         df.insert(0, "target_width", tw)
         df["baseline_kl"] = task.baseline_kl()
         frames.append(df)
     out = pd.concat(frames, ignore_index=True)
     out["kl_ratio"] = out["test_kl"] / out["baseline_kl"]
-    return out
+    return GridResult(metrics=out)
 
 
 def kl_table(metrics: pd.DataFrame) -> pd.DataFrame:

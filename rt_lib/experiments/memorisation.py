@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from rt_lib.experiments.common import GridParams, GridResult, run_task_grid
+from rt_lib.experiments.registry import Experiment
 from rt_lib.tasks import MemorisationTask, bits_memorised, memorisation
 
 NAME = "05_memorisation"
@@ -36,8 +37,10 @@ class MemorisationParams(GridParams):
         return memorisation(self.n, self.label_seed)
 
 
-def run(params: MemorisationParams,
-        save_models: bool = True) -> tuple[MemorisationTask, GridResult]:
+EXPERIMENT = Experiment(NAME, MemorisationParams, title="memorising random labels (Table 3)")
+
+
+def run(params: MemorisationParams, save_models: bool = True) -> GridResult:
     return run_task_grid(NAME, params, save_models)
 
 

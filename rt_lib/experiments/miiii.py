@@ -13,25 +13,28 @@ import json
 from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+import numpy as np
 import pandas as pd
 from torch import nn
 
-from rt_lib.experiments.common import from_namespace
+from rt_lib.claims import Claims
+from rt_lib.experiments.registry import Experiment, current_profile, folder_name
 from rt_lib.grokfast import Grokfast
-from rt_lib.io import atomic_save_torch, results_dir
+from rt_lib.io import atomic_save_torch, load_torch, results_dir, results_root
 from rt_lib.model import build_model, miiii_config
+from rt_lib.params import Params
 from rt_lib.seeding import derive
-from rt_lib.tasks.miiii import VARIANTS, MultiPrimeTask, miiii_task
-from rt_lib.tasks.primes import is_prime
+from rt_lib.tasks.miiii import MASKED_PRIMES, VARIANTS, MultiPrimeTask, miiii_task
+from rt_lib.primes import is_prime
 from rt_lib.train import TrainConfig, TrainResult, log_spaced_steps, train
 
 NAME = "11_miiii_training"
 #: The sources that decide what a run computes (model, task, loop, filter, seeds): their hash is
 #: part of every run's key, so a stored run made by other code is retrained, never reused.
-TRAINING_SOURCES = ("model.py", "train.py", "grokfast.py", "seeding.py", "tasks/base.py",
-                    "tasks/miiii.py", "tasks/primes.py")
+TRAINING_SOURCES = ("model.py", "fast_paths.py", "train.py", "grokfast.py", "seeding.py", "tasks/base.py",
+                    "tasks/miiii.py", "primes.py")
 
 
 @cache
@@ -44,7 +47,7 @@ def training_code_digest() -> str:
 
 
 @dataclass(frozen=True)
-class MiiiiParams:
+class MiiiiParams(Params):
     """Notebook 11's parameters; defaults = CPU profile (configs/paper/ has the paper's)."""
 
     p: int = 37  # prime; one head per prime below it: 2, 3, ..., 31 (11 heads); the paper: 113
@@ -77,9 +80,12 @@ class MiiiiParams:
     threads: int | None = None  # torch threads; None: $RT_THREADS or 1 (seeding.set_threads)
     device: str = "auto"
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "variants", tuple(self.variants))
-        if not isinstance(self.p, int) or not is_prime(self.p):
+    #: fields that do not change what a run computes: not part of a run's key or folder
+    NOT_IN_RUN: ClassVar[tuple[str, ...]] = ("variants", "lambda_zero", "threads",
+                                              "generalised_at")
+
+    def check(self) -> None:
+        if not is_prime(self.p):
             raise ValueError(f"p must be a prime, got {self.p!r}")
         unknown = [v for v in self.variants if v not in VARIANTS]
         if unknown or not self.variants:
@@ -99,10 +105,6 @@ class MiiiiParams:
             self.task(v)
         self.train_config(self.grokfast_lambda, None)  # checks lr, epochs, ...
         Grokfast(self.grokfast_alpha, self.grokfast_lambda, self.grokfast_init)
-
-    @classmethod
-    def from_namespace(cls, namespace: dict[str, Any]) -> MiiiiParams:
-        return from_namespace(cls, namespace)
 
     def task(self, variant: str) -> MultiPrimeTask:
         return miiii_task(self.p, variant, split=self.split, train_fraction=self.train_fraction,
@@ -142,9 +144,9 @@ class MiiiiParams:
     def run_key(self, variant: str, lamb: float) -> str:
         """Folder name of one run: the variant, lambda and a hash of every setting and of the
         training code (:data:`TRAINING_SOURCES`)."""
-        settings = asdict(self) | {"code": training_code_digest(), "variants": None,
-                                   "lambda_zero": None, "threads": None, "generalised_at": None,
-                                   "baseline_epochs": None, "variant": variant,
+        settings = asdict(self) | {name: None for name in self.NOT_IN_RUN} | {
+                                   "code": training_code_digest(), "baseline_epochs": None,
+                                   "variant": variant,
                                    "grokfast_lambda": lamb, "epochs": self.epochs_for(variant, lamb)}
         digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:10]
         return f"{variant}_lambda{lamb:g}_{digest}"
@@ -170,15 +172,30 @@ def runs_to_do(params: MiiiiParams) -> list[tuple[str, float]]:
     return todo
 
 
-def run(params: MiiiiParams, name: str = NAME) -> list[MiiiiRun]:
-    """Train (or resume, or reuse) every run; weights and snapshots under results/<name>/runs.
+EXPERIMENT = Experiment(NAME, MiiiiParams, title="miiii training and its baselines (Figs. 4-6)")
+
+
+def runs_folder(params: MiiiiParams) -> Path:
+    """Where notebook 11 keeps the runs of ``params``: its profile's folder when every setting
+    that changes a run is the profile's (notebooks 12, 13 and 15 then find its runs), else the
+    exploration folder those settings name (``11_miiii_training+p=41``)."""
+    changes = {k: v for k, v in EXPERIMENT.changes(params, current_profile()).items()
+               if k not in params.NOT_IN_RUN}
+    return results_root() / folder_name(NAME, changes)
+
+
+def run(params: MiiiiParams, name: str = NAME) -> dict[str, MiiiiRun]:
+    """{label: run}: train (or resume, or reuse) every run; weights and snapshots under
+    ``<notebook 11's runs folder>/runs`` (:func:`runs_folder`), or ``results/<name>/runs`` for
+    another notebook's own runs.
 
     A run whose folder holds a finished checkpoint is loaded, not retrained: notebooks 12, 13 and
     15 reuse notebook 11's runs by asking for the same settings."""
-    out = []
+    out = {}
+    store = runs_folder(params) if name == NAME else results_dir(name)
     for variant, lamb in runs_to_do(params):
         task = params.task(variant)
-        folder = results_dir(name) / "runs" / params.run_key(variant, lamb)
+        folder = store / "runs" / params.run_key(variant, lamb)
         config = params.train_config(lamb, folder, params.epochs_for(variant, lamb))
         result = train(params.model(task), task, config,
                        grad_hook=params.grokfast(lamb), desc=f"T_{variant} λ={lamb:g}")
@@ -186,7 +203,46 @@ def run(params: MiiiiParams, name: str = NAME) -> list[MiiiiRun]:
         if not (folder / "run.pt").exists():  # reused runs stay untouched (results manifest)
             atomic_save_torch({"params": params, "variant": variant, "lamb": lamb,
                                "config": result.model.cfg}, folder / "run.pt")
-        out.append(MiiiiRun(variant, lamb, task, result, folder))
+        r = MiiiiRun(variant, lamb, task, result, folder)
+        out[r.label] = r
+    return out
+
+
+def training_params(train_params: dict[str, Any], variants: tuple[str, ...],
+                    **overrides: Any) -> MiiiiParams:
+    """Notebook 11's settings (defaults + ``train_params``) for the given variants only: what
+    notebooks 12, 13 and 15 ask for to load notebook 11's runs."""
+    if not isinstance(train_params, dict):
+        raise ValueError(f"train_params must be a dict of notebook 11's parameters, got {train_params!r}")
+    unknown = set(train_params) - set(MiiiiParams.names())
+    if unknown:
+        raise ValueError(f"train_params has unknown keys {sorted(unknown)}; "
+                         f"allowed: {sorted(MiiiiParams.names())}")
+    try:
+        return MiiiiParams(**(train_params | {"variants": tuple(variants), "lambda_zero": False}
+                              | overrides))
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"train_params (notebook 11's parameters): {err}") from None
+
+
+def load_runs(params: MiiiiParams) -> dict[str, MiiiiRun]:
+    """{variant: run} of the grokfast runs (lambda as set), loaded or trained."""
+    return {r.variant: r for r in run(params).values()}
+
+
+def snapshot_models(r: MiiiiRun) -> dict[int, nn.Module]:
+    """{epoch: model} for every weight snapshot of a run, in epoch order (eval mode, CPU)."""
+    cfg = r.result.model.cfg
+    out = {}
+    paths = sorted(Path(r.folder, "snapshots").glob("step_*.pt"),
+                   key=lambda f: int(f.stem.split("_")[1]))
+    if not paths:
+        raise FileNotFoundError(f"no weight snapshots in {r.folder / 'snapshots'}")
+    for path in paths:
+        state = load_torch(path)
+        model = build_model(cfg, 0)
+        model.load_state_dict(state["state_dict"])
+        out[int(state["step"])] = model.eval()
     return out
 
 
@@ -209,4 +265,66 @@ def generalisation_table(run: MiiiiRun, threshold: float) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-__all__ = ["NAME", "MiiiiParams", "MiiiiRun", "run", "runs_to_do", "generalisation_table"]
+def valid_at(r: MiiiiRun, epoch: int) -> float:
+    """Mean validation accuracy over heads at the last evaluation at or before ``epoch``."""
+    h = r.result.history
+    return float(h.loc[h["step"] <= epoch, "valid_acc"].iloc[-1])
+
+
+def check_claims(runs: dict[str, MiiiiRun], tables: dict[str, pd.DataFrame],
+                 params: MiiiiParams, claims: Claims) -> None:
+    """Record notebook 11's claims (Syrkis & Søgaard 2024) for the runs trained."""
+    paper = "Syrkis & Søgaard 2024"
+    main = runs["T_miiii"]
+    h = main.result.history
+    saturated = int(h.loc[h["train_acc"] >= 0.99, "step"].iloc[0]) if (h["train_acc"] >= 0.99).any() else None
+    at_saturation = valid_at(main, saturated) if saturated is not None else float("nan")
+    final = float(h["valid_acc"].iloc[-1])
+    claims.check("miiii-groks", f"{paper}, §4, Fig. 4",
+                 "train accuracy saturates long before validation accuracy follows (grokking)",
+                 f"train 0.99 at epoch {saturated}, validation then {at_saturation:.3f}, "
+                 f"{final:.3f} at epoch {int(h['step'].iloc[-1])}",
+                 saturated is not None and at_saturation < 0.6 and final - at_saturation >= 0.3)
+    done = tables["T_miiii"].dropna(subset=["valid epoch"]).sort_values(["valid epoch", "q"])
+    first_two = [int(q) for q in done["q"].tolist()[:2]]
+    claims.check("small-primes-first", f"{paper}, §4, Fig. 5",
+                 "the small primes (2, 3, 5, 7) generalise first",
+                 f"first two heads to generalise: {first_two}",
+                 len(first_two) == 2 and set(first_two) <= {2, 3, 5, 7})
+    if "T_miiii (λ = 0)" in runs:
+        at = int(runs["T_miiii (λ = 0)"].result.history["step"].iloc[-1])
+        with_gf, without = valid_at(main, at), valid_at(runs["T_miiii (λ = 0)"], at)
+        claims.check("grokfast-speeds-up", f"{paper}, §3",
+                     "without grokfast (λ = 0) T_miiii does not converge in the budget",
+                     f"epoch {at}: validation accuracy {with_gf:.3f} with grokfast, "
+                     f"{without:.3f} without", without < with_gf)
+    if "T_nanda" in runs:
+        acc = float(runs["T_nanda"].result.history["valid_acc"].iloc[-1])
+        claims.check("nanda-generalises", f"{paper}, §3 (Nanda et al. 2023)",
+                     "T_nanda (x0 + x1) mod p generalises", f"validation accuracy {acc:.3f}",
+                     acc >= params.generalised_at)
+    if "T_basis" in runs:
+        b = runs["T_basis"]
+        last = b.result.history.iloc[-1]
+        excess = float(np.mean([last[f"valid_acc_q{q}"] - 1 / q for q in b.task.qs]))
+        claims.check("shuffled-labels-do-not-generalise", f"{paper}, §3",
+                     "T_basis (shuffled labels) memorises but does not generalise",
+                     f"train accuracy {last['train_acc']:.3f}, validation {excess:+.3f} over chance",
+                     excess < 0.1)
+    if "T_masked" in runs:
+        m = runs["T_masked"]
+        last = m.result.history.iloc[-1]
+        above = {q: round(float(last[f"valid_acc_q{q}"]) - 1 / q, 3) for q in m.task.qs}
+        unmasked = max(above[q] for q in m.task.qs if q not in MASKED_PRIMES)
+        claims.check("masked-primes-not-learned", f"{paper}, §3",
+                     "T_masked: the masked small primes are not learned, the others are",
+                     f"masked heads within {max(abs(above[q]) for q in MASKED_PRIMES if q in above):.3f}"
+                     f" of chance; best unmasked head {unmasked:+.3f} over chance",
+                     all(abs(above[q]) < 0.05 for q in MASKED_PRIMES if q in above)
+                     and unmasked > 0.3)
+    claims.done()
+
+
+__all__ = ["NAME", "EXPERIMENT", "MiiiiParams", "MiiiiRun", "run", "runs_to_do", "runs_folder",
+           "generalisation_table", "training_params", "load_runs", "snapshot_models",
+           "check_claims"]

@@ -23,9 +23,10 @@ import optuna
 import pandas as pd
 import sqlalchemy
 
-from rt_lib.experiments.common import from_namespace
 from rt_lib.experiments.miiii import MiiiiParams
+from rt_lib.experiments.registry import Experiment
 from rt_lib.io import results_dir
+from rt_lib.params import Params
 from rt_lib.train import train
 
 NAME = "14_miiii_search"
@@ -39,6 +40,8 @@ TABLE1_SPACE: dict[str, list] = {
     "lr": [3e-4, 1e-4],
     "n_heads": [4, 8],
 }
+#: The CPU profile's space: Table 1's, with learning rates for p = 11 over 1,500 epochs.
+CPU_SPACE: dict[str, list] = TABLE1_SPACE | {"lr": [3e-3, 1e-3]}
 OBJECTIVES = {"valid_acc": "maximize", "valid_loss": "minimize"}
 
 
@@ -48,19 +51,21 @@ def default_storage() -> str:
 
 
 @dataclass(frozen=True)
-class SearchParams:
+class SearchParams(Params):
     """Notebook 14's parameters."""
 
-    space: dict = field(default_factory=lambda: dict(TABLE1_SPACE))  # name -> values to try
-    fixed: dict = field(default_factory=dict)  # other MiiiiParams fields for every trial
-    n_trials: int = 8  # the study is run until it has this many finished trials
+    space: dict = field(default_factory=lambda: dict(CPU_SPACE))  # name -> values to try
+    # other MiiiiParams fields for every trial (CPU: p = 11, short runs)
+    fixed: dict = field(default_factory=lambda: {"p": 11, "epochs": 1500, "eval_points": 4,
+                                                 "train_fraction": 0.8})
+    n_trials: int = 12  # the study is run until it has this many finished trials
     objective: str = "valid_acc"  # final mean validation accuracy (max) or loss (min)
     storage: str | None = None  # SQLAlchemy URL; None = SQLite under results/14_miiii_search/
-    study_name: str = "miiii_table1"
+    study_name: str = "miiii_table1_cpu"
     sampler_seed: int = 0  # TPE's seed (each worker adds its own offset)
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.space, dict) or not self.space:
+    def check(self) -> None:
+        if not self.space:
             raise ValueError(f"space must be a non-empty dict of name -> values, got {self.space!r}")
         fields_ = set(MiiiiParams.__dataclass_fields__)
         for name, given in (("space", self.space), ("fixed", self.fixed)):
@@ -82,10 +87,6 @@ class SearchParams:
         for name, values in self.space.items():
             for value in values:
                 self.trial_params({name: value})
-
-    @classmethod
-    def from_namespace(cls, namespace: dict[str, Any]) -> SearchParams:
-        return from_namespace(cls, namespace)
 
     def url(self) -> str:
         return self.storage or default_storage()
@@ -148,6 +149,9 @@ def finished(study: optuna.Study) -> int:
     return sum(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)
 
 
+EXPERIMENT = Experiment(NAME, SearchParams, title="Optuna search over Table 1's space")
+
+
 def run_trials(params: SearchParams, n: int, worker: int = 0) -> optuna.Study:
     """Add ``n`` trials to the study (a worker: any number of these may run at once)."""
     study = open_study(params, worker)
@@ -183,7 +187,7 @@ def trials_table(study: optuna.Study) -> pd.DataFrame:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="Join a miiii Optuna study as one worker.")
     ap.add_argument("--storage", default=None, help="SQLAlchemy URL (default: SQLite under results/)")
-    ap.add_argument("--study", default=SearchParams.study_name, help="study name")
+    ap.add_argument("--study", default="miiii_table1", help="study name")
     ap.add_argument("--trials", type=int, default=1, help="trials this worker adds")
     ap.add_argument("--space", default=None, help="JSON dict name -> values (default Table 1)")
     ap.add_argument("--fixed", default="{}", help="JSON dict of fixed MiiiiParams fields")
@@ -191,7 +195,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--worker", type=int, default=None, help="sampler seed offset (default: pid)")
     args = ap.parse_args(argv)
     params = SearchParams(space=json.loads(args.space) if args.space else dict(TABLE1_SPACE),
-                          fixed=json.loads(args.fixed), storage=args.storage,
+                          fixed=json.loads(args.fixed), storage=args.storage, n_trials=1,
                           study_name=args.study, objective=args.objective)
     worker = args.worker if args.worker is not None else os.getpid()
     study = run_trials(params, args.trials, worker)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rt_lib.experiments.common import GridParams, GridResult, run_task_grid
+from rt_lib.experiments.registry import Experiment
 from rt_lib.tasks import FiniteTask, modular_addition
 
 NAME = "01_modular_addition"
@@ -28,5 +29,8 @@ class ModularAdditionParams(GridParams):
         return modular_addition(self.p, self.train_fraction, self.split_seed)
 
 
+EXPERIMENT = Experiment(NAME, ModularAdditionParams, title="modular addition (Table 1, Fig. 3)")
+
+
 def run(params: ModularAdditionParams, save_models: bool = True) -> GridResult:
-    return run_task_grid(NAME, params, save_models)[1]
+    return run_task_grid(NAME, params, save_models)

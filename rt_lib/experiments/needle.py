@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rt_lib.experiments.common import GridParams, GridResult, run_task_grid
+from rt_lib.experiments.registry import Experiment
 from rt_lib.tasks import NeedleInAHaystack
 
 NAME = "02_needle_in_a_haystack"
@@ -36,5 +37,8 @@ class NeedleParams(GridParams):
                                  n_test=self.n_test, test_seed=self.test_seed)
 
 
-def run(params: NeedleParams, save_models: bool = True) -> tuple[NeedleInAHaystack, GridResult]:
+EXPERIMENT = Experiment(NAME, NeedleParams, title="needle-in-a-haystack recall (Table 1, Fig. 2)")
+
+
+def run(params: NeedleParams, save_models: bool = True) -> GridResult:
     return run_task_grid(NAME, params, save_models)

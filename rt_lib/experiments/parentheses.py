@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from rt_lib.experiments.common import GridParams, GridResult, run_task_grid
+from rt_lib.experiments.registry import Experiment
 from rt_lib.tasks import Parentheses
 from rt_lib.tasks.dyck import CLOSE, PAD
 
@@ -44,7 +45,10 @@ def majority_baseline(task: Parentheses) -> float:
     return (y == y.mode().values).float().mean().item()
 
 
-def run(params: ParenthesesParams, save_models: bool = True) -> tuple[Parentheses, GridResult]:
+EXPERIMENT = Experiment(NAME, ParenthesesParams, title="parenthesis balancing (Table 1)")
+
+
+def run(params: ParenthesesParams, save_models: bool = True) -> GridResult:
     return run_task_grid(NAME, params, save_models)
 
 

@@ -9,40 +9,32 @@ random transformer compute?  The fully trained baseline is notebook 11's run wit
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import pandas as pd
 
-from rt_lib.experiments.common import from_namespace
-from rt_lib.experiments.miiii import MiiiiParams, MiiiiRun, run
-from rt_lib.experiments.miiii_analysis import training_params
+from rt_lib.experiments import miiii
+from rt_lib.experiments.miiii import MiiiiParams, MiiiiRun, training_params
+from rt_lib.experiments.registry import Experiment
+from rt_lib.params import Params, check_positive_ints
 
 NAME = "15_random_miiii"
 
 
 @dataclass(frozen=True)
-class RandomMiiiiParams:
+class RandomMiiiiParams(Params):
     """Notebook 15's parameters."""
 
     variants: tuple[str, ...] = ("nanda", "miiii")
     train_params: dict = field(default_factory=dict)  # notebook 11's parameters (its config)
-    random_overrides: dict = field(default_factory=dict)  # changed for the random models only
+    # changed for the random models only (CPU: fewer epochs; the embeddings alone learn fast)
+    random_overrides: dict = field(default_factory=lambda: {"epochs": 1500})
     widths: tuple[int, ...] = (128,)  # d_model of the random transformers
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "variants", tuple(self.variants))
-        object.__setattr__(self, "widths", tuple(self.widths))
-        if not self.widths or not all(isinstance(w, int) and w > 0 for w in self.widths):
-            raise ValueError(f"widths must be positive integers, got {self.widths!r}")
-        if not isinstance(self.random_overrides, dict):
-            raise ValueError(f"random_overrides must be a dict, got {self.random_overrides!r}")
+    def check(self) -> None:
+        check_positive_ints("widths", self.widths)
         self.trained()
         for w in self.widths:
             self.random(w)
-
-    @classmethod
-    def from_namespace(cls, namespace: dict[str, Any]) -> RandomMiiiiParams:
-        return from_namespace(cls, namespace)
 
     def trained(self) -> MiiiiParams:
         return training_params(self.train_params, self.variants)
@@ -52,15 +44,19 @@ class RandomMiiiiParams:
                                d_model=width, trainable="embeddings")
 
 
-def run_all(params: RandomMiiiiParams) -> dict[str, MiiiiRun]:
+EXPERIMENT = Experiment(NAME, RandomMiiiiParams, reads=(miiii.NAME,),
+                        title="the random transformer on miiii's tasks (beyond both papers)")
+
+
+def run(params: RandomMiiiiParams) -> dict[str, MiiiiRun]:
     """{label: run}: "trained transformer (d=..)" and "random transformer (d=..)" per variant,
     labelled ``<model> · T_<variant>``."""
     out: dict[str, MiiiiRun] = {}
     trained = params.trained()
-    for r in run(trained):  # notebook 11's folder: reuses its finished runs
+    for r in miiii.run(trained).values():  # notebook 11's runs: reuses them when finished
         out[f"trained (d={trained.d_model}) · T_{r.variant}"] = r
     for width in params.widths:
-        for r in run(params.random(width), name=NAME):
+        for r in miiii.run(params.random(width), name=NAME).values():
             out[f"random (d={width}) · T_{r.variant}"] = r
     return out
 
@@ -85,4 +81,4 @@ def solved(table: pd.DataFrame, column: str, threshold: float = 0.95) -> list[in
     return [int(q) for q, acc in zip(table["q"], table[column]) if acc >= threshold]
 
 
-__all__ = ["NAME", "RandomMiiiiParams", "run_all", "per_head_table", "solved"]
+__all__ = ["NAME", "RandomMiiiiParams", "run", "per_head_table", "solved"]

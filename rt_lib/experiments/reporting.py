@@ -7,8 +7,6 @@ nbval's sanitize file masks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pandas as pd
 
 
@@ -33,24 +31,9 @@ def results_table(metrics: pd.DataFrame, metric: str = "test_acc",
     return table.rename(columns={"median": f"{metric} (median)", "min": f"{metric} (min)"})
 
 
-@dataclass(frozen=True)
-class Claim:
-    statement: str
-    value: float
-    threshold: float
-    holds: bool
-
-    def __str__(self) -> str:
-        mark = "HOLDS" if self.holds else "FAILS"
-        return f"[{mark}] {self.statement}: {self.value:.3f} (needs >= {self.threshold})"
-
-
-def claim_check(metrics: pd.DataFrame, model: str, width: int, metric: str,
-                threshold: float) -> Claim:
-    """Median ``metric`` over restarts of ``model`` at ``width`` is at least ``threshold``."""
+def median_of(metrics: pd.DataFrame, model: str, width: int, metric: str) -> float:
+    """Median ``metric`` over the restarts of ``model`` at ``width`` (rounded to 3 decimals)."""
     rows = metrics[(metrics["model"] == model) & (metrics["width"] == width)]
     if rows.empty:
-        raise ValueError(f"no runs of {model!r} at width {width} to check")
-    value = float(rows[metric].median())
-    statement = f"median {metric} of the {model} at width {width} over {len(rows)} restart(s)"
-    return Claim(statement, round(value, 3), threshold, value >= threshold)
+        raise ValueError(f"no runs of {model!r} at width {width}")
+    return round(float(rows[metric].median()), 3)

@@ -23,13 +23,14 @@ import torch
 from torch import nn
 
 from rt_lib.analysis import explained_variance, hidden_states
-from rt_lib.experiments.common import (GridParams, check_positive_ints, from_namespace,
-                                       load_checkpoint)
+from rt_lib.experiments.common import GridParams, load_checkpoint, train_grid
 from rt_lib.experiments.memorisation import MemorisationParams
 from rt_lib.experiments.modular_addition import ModularAdditionParams
 from rt_lib.experiments.needle import NeedleParams
+from rt_lib.experiments.registry import Experiment
 from rt_lib.experiments.tinystories import TinyStoriesParams
 from rt_lib.io import load_torch, results_dir, results_root
+from rt_lib.params import Params, check_positive_ints
 from rt_lib.seeding import derive, set_threads
 from rt_lib.tasks.base import IGNORE, Task
 
@@ -46,7 +47,7 @@ KINDS = ("random transformer", "trained transformer")
 
 
 @dataclass(frozen=True)
-class SubspaceParams:
+class SubspaceParams(Params):
     """Notebook 09's parameters; defaults = CPU profile."""
 
     tasks: tuple[str, ...] = tuple(SOURCES)
@@ -58,9 +59,7 @@ class SubspaceParams:
     seed: int = 0
     threads: int | None = None  # None: $RT_THREADS or 1 (seeding.set_threads)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "tasks", tuple(self.tasks))
-        object.__setattr__(self, "models", tuple(self.models))
+    def check(self) -> None:
         unknown = [t for t in self.tasks if t not in SOURCES]
         if unknown or not self.tasks:
             raise ValueError(f"tasks={list(self.tasks)!r}: each must be one of {list(SOURCES)}")
@@ -72,9 +71,9 @@ class SubspaceParams:
         check_positive_ints("fallback_width", [self.fallback_width])
         check_positive_ints("fallback_steps", [self.fallback_steps])
 
-    @classmethod
-    def from_namespace(cls, namespace: dict[str, Any]) -> SubspaceParams:
-        return from_namespace(cls, namespace)
+
+EXPERIMENT = Experiment(NAME, SubspaceParams, reads=tuple(nb for nb, *_ in SOURCES.values()),
+                        title="hidden-state variance on PCs and neurons (Tables 4, 5, 7)")
 
 
 def find_checkpoint(notebook: str, kind: str) -> Path | None:
@@ -103,7 +102,7 @@ def load_or_train(task_name: str, kind: str, params: SubspaceParams) -> tuple[nn
                     steps=params.fallback_steps, trained_steps=None, seed=params.seed,
                     threads=params.threads)
     task = small.task()
-    grid = small.run_grid(task)
+    grid = train_grid(task, small)
     model = grid.models[(kind, params.fallback_width, 0)].eval()
     return model, task, f"trained here: width {params.fallback_width}, {params.fallback_steps} steps"
 

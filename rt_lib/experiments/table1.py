@@ -11,8 +11,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from rt_lib.experiments.common import check_positive_ints, from_namespace
+from rt_lib.claims import Claims
+from rt_lib.experiments.registry import Experiment
 from rt_lib.io import results_dir
+from rt_lib.params import Params, check_positive_ints
 
 NAME = "07_table1"
 
@@ -29,17 +31,18 @@ PAPER_CLAIM = ("Random transformers reliably solve all four tasks at width 1024 
 
 
 @dataclass(frozen=True)
-class Table1Params:
+class Table1Params(Params):
+    """Notebook 07's parameters."""
+
     widths: tuple[int, ...] | None = None  # None: every width the task notebooks ran
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
         if self.widths is not None:
-            object.__setattr__(self, "widths", tuple(self.widths))
             check_positive_ints("widths", self.widths)
 
-    @classmethod
-    def from_namespace(cls, namespace):
-        return from_namespace(cls, namespace)
+
+EXPERIMENT = Experiment(NAME, Table1Params, reads=tuple(nb for nb, _ in SOURCES.values()),
+                        title="Table 1 from the restarts of 01-04")
 
 
 def load_metrics() -> pd.DataFrame:
@@ -82,11 +85,12 @@ def wide_table1(table: pd.DataFrame) -> pd.DataFrame:
     return wide[[t for t in SOURCES if t in wide.columns]].reset_index().fillna("-")
 
 
-def cpu_claims(table: pd.DataFrame, threshold: float = 0.9) -> list[tuple[str, bool]]:
+def check_claims(table: pd.DataFrame, claims: Claims, threshold: float = 0.9) -> None:
     """The reduced-scale claims of the CPU profile: at the largest width run per task, the random
     transformer reaches ``threshold`` on needle, decimal addition and parentheses, and beats the
     fully trained LSTM of the same width on at least two of them."""
-    out, beats = [], 0
+    source = "Zhong & Andreas 2024, Table 1"
+    beats, compared = 0, 0
     for task in ("needle", "decimal addition", "parentheses"):
         rows = table[table["task"] == task]
         if rows.empty:
@@ -94,10 +98,17 @@ def cpu_claims(table: pd.DataFrame, threshold: float = 0.9) -> list[tuple[str, b
         width = rows["width"].max()
         at = rows[rows["width"] == width].set_index("model")["median"]
         rnd = float(at.get("random transformer", float("nan")))
-        out.append((f"{task}: random transformer {rnd:.3f} >= {threshold} (d={width})", bool(rnd >= threshold)))
+        claims.check(f"random-solves-{task.replace(' ', '-')}", source,
+                     f"random transformer (width 1024) solves {task} (median of 10 restarts)",
+                     f"median {rnd:.3f} at width {width} (needs >= {threshold})",
+                     rnd >= threshold, scale="width 1024, the paper profile")
         if "trained LSTM" in at:
+            compared += 1
             beats += rnd > float(at["trained LSTM"])
-            out.append((f"{task}: random {rnd:.3f} vs trained LSTM {float(at['trained LSTM']):.3f}",
-                        bool(rnd > float(at["trained LSTM"]))))
-    out.append((f"random transformer beats the trained LSTM on {beats} of 3 tasks (needs >= 2)", beats >= 2))
-    return out
+            print(f"{task}: random {rnd:.3f} vs trained LSTM {float(at['trained LSTM']):.3f}")
+    if compared:
+        claims.check("random-beats-lstm", source,
+                     "random transformers beat fully trained LSTMs",
+                     f"random transformer ahead on {beats} of {compared} tasks (needs >= 2)",
+                     beats >= 2, scale="width 1024, the paper profile")
+    claims.done()

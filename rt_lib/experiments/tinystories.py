@@ -18,7 +18,9 @@ from torch import nn
 
 from rt_lib.data import ENV_VAR, HOW_TO_GET_DATA, Stories, load_tinystories
 from rt_lib.experiments.common import GridParams, GridResult, run_task_grid
-from rt_lib.text import MIN_VOCAB, BPETokenizer, LanguageModelling, cached_tokenizer, generate
+from rt_lib.experiments.registry import Experiment
+from rt_lib.tasks.language import LanguageModelling
+from rt_lib.text import MIN_VOCAB, BPETokenizer, cached_tokenizer, generate
 
 NAME = "08_tinystories"
 
@@ -59,10 +61,6 @@ class TinyStoriesParams(GridParams):
     sample_tokens: int = 40
     temperature: float = 0.7
     top_k: int | None = 40
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "prompts", tuple(self.prompts))
-        super().__post_init__()
 
     def check_task(self) -> None:
         # Cheap checks only: building the task reads every story and trains a tokenizer.
@@ -116,10 +114,10 @@ class TinyStoriesParams(GridParams):
             return self.steps
         return math.ceil(self.epochs * len(task.train_ids) / (self.batch_size * self.n_ctx))
 
+EXPERIMENT = Experiment(NAME, TinyStoriesParams, title="TinyStories across widths (Figs. 4-5)")
 
 
-def run(params: TinyStoriesParams,
-        save_models: bool = True) -> tuple[LanguageModelling, GridResult]:
+def run(params: TinyStoriesParams, save_models: bool = True) -> GridResult:
     """Build the data once, fix the step count (``epochs``), train the grid."""
     task = params.task()
     if params.epochs is not None:

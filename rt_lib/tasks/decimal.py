@@ -93,17 +93,3 @@ class DecimalAddition(StreamTask):
         out["acc_authors"] = (right & later).sum(-1).float() / later.sum(-1).clamp(min=1)
         out["exact"] = (right.sum(-1) == scored.sum(-1)).float()
         return out
-
-
-def decimal_reference(tokens: Tensor, targets: Tensor) -> list[tuple[int, int, int]]:
-    """(a, b, sum) per row read back from tokens and targets with Python integers (for tests)."""
-    rows = []
-    for tok, tgt in zip(tokens.tolist(), targets.tolist()):
-        plus = tok.index(PLUS)
-        equals = tok.index(EQUALS)
-        a = int("".join(map(str, reversed(tok[:plus]))))
-        b = int("".join(map(str, reversed(tok[plus + 1 : equals]))))
-        out = [t for t in tgt if t != IGNORE]
-        digits = [t - OUT_OFFSET for t in out if OUT_OFFSET <= t < OUT_OFFSET + 10]
-        rows.append((a, b, int("".join(map(str, reversed(digits)))) if digits else None))
-    return rows

@@ -122,17 +122,3 @@ class Parentheses(StreamTask):
         tokens = right.gather(1, (torch.arange(self.n_ctx) - shift[:, None]) % self.n_ctx)
         targets = torch.where(is_balanced(steps, lengths), CLOSE, OPEN)  # [n]
         return tokens, targets
-
-
-def balanced_reference(tokens: Tensor) -> list[bool]:
-    """Is each row's string (between the padding and '?') balanced?  A plain depth counter."""
-    out = []
-    for row in tokens.tolist():
-        depth, ok = 0, True
-        for tok in row[: row.index(ASK)]:
-            if tok == PAD:
-                continue
-            depth += 1 if tok == OPEN else -1
-            ok &= depth >= 0
-        out.append(ok and depth == 0)
-    return out

@@ -82,21 +82,6 @@ class NeedleInAHaystack(StreamTask):
         return ((tokens >= MARKER_OFFSET) & (tokens < QUERY_OFFSET)).sum(-1)
 
 
-def needle_answers(tokens: Tensor) -> list[int]:
-    """Reference answers computed by reading each sequence left to right (for tests)."""
-    answers = []
-    for row in tokens.tolist():
-        table, answer = {}, None
-        for i, tok in enumerate(row):
-            if MARKER_OFFSET <= tok < QUERY_OFFSET:
-                table[tok] = row[i + 1]
-            elif QUERY_OFFSET <= tok < QUERY_OFFSET + MAX_KEYS:
-                answer = table[tok - QUERY_OFFSET + MARKER_OFFSET]
-                break
-        answers.append(answer)
-    return answers
-
-
 def needle_token_labels(row: Tensor) -> list[str]:
     """Readable tokens of one sequence up to its query, as in Figure 2 ("a 1 b 2 ... b?"):
     markers as letters, values as numbers, the query as its marker's letter with '?'."""

@@ -1,0 +1,82 @@
+"""Experiment 13: what miiii's MLP neurons compute (Syrkis & Søgaard 2024, §4.2, Figs. 14-15).
+
+Analyses the weight snapshots of notebook 11's T_miiii run over training (loaded as notebook 12
+loads its runs: the same training settings, ``train_params``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+from rt_lib import fourier
+from rt_lib.experiments.miiii import NAME as TRAINING
+from rt_lib.experiments.miiii import MiiiiParams, training_params
+from rt_lib.experiments.registry import Experiment
+from rt_lib.params import Params
+
+NAME = "13_miiii_neurons"
+
+
+@dataclass(frozen=True)
+class NeuronParams(Params):
+    """Notebook 13's parameters."""
+
+    variant: str = "miiii"
+    train_params: dict = field(default_factory=dict)  # notebook 11's parameters (its config)
+    k_std: float = 1.0  # active = power above mean + k std (code: 1; paper text: 2)
+    n_neurons: int = 6  # neurons shown in the static figure
+    n_top: int = 3  # top frequencies listed per neuron
+
+    def check(self) -> None:
+        if self.k_std < 0:
+            raise ValueError(f"k_std must be a non-negative number, got {self.k_std!r}")
+        for name in ("n_neurons", "n_top"):
+            value = getattr(self, name)
+            if value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        self.training()
+
+    def training(self) -> MiiiiParams:
+        return training_params(self.train_params, (self.variant,))
+
+
+EXPERIMENT = Experiment(NAME, NeuronParams, reads=(TRAINING,),
+                        title="miiii's neurons over training, active frequencies (Figs. 14-15)")
+
+
+def neuron_grids(models: dict[int, nn.Module], p: int) -> dict[int, np.ndarray]:
+    """{epoch: activations [p, p, d_mlp]} over the input grid for every snapshot."""
+    return {epoch: fourier.neuron_grid(m, p) for epoch, m in models.items()}
+
+
+def active_frequency_table(grids: dict[int, np.ndarray], k_values: tuple[float, ...]) -> pd.DataFrame:
+    """Per snapshot: the number of active frequency pairs of the MLP (power summed over neurons)
+    for each threshold mean + k std, and the share of that power combining both digits."""
+    rows = []
+    for epoch, grid in grids.items():
+        power = fourier.spectrum_2d(grid)
+        row: dict[str, Any] = {"epoch": epoch}
+        for k in k_values:
+            row[f"active (k = {k:g})"] = len(fourier.active_frequencies(power, k))
+        row["interaction share"] = fourier.interaction_share(power)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def strongest_neurons(grid: np.ndarray, n: int) -> list[int]:
+    """The ``n`` neurons with the largest activation variance over the grid (the live ones)."""
+    return [int(i) for i in np.argsort(grid.reshape(-1, grid.shape[-1]).var(0))[::-1][:n]]
+
+
+def readout_strength(model: nn.Module) -> np.ndarray:
+    """[d_mlp, n_tasks]: norm of each neuron's write (W_out row) through each head's W_U; how much
+    a neuron can move task q's logits."""
+    w_out = model.blocks[-1].mlp.W_out.detach().cpu()  # [m, d]
+    w_u = model.W_U.detach().cpu()  # [n_tasks, d, q]
+    return torch.einsum("md,ndq->mnq", w_out, w_u).norm(dim=-1).double().numpy()

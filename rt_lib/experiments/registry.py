@@ -1,0 +1,150 @@
+"""The experiments, each declared once by its own module, and where their results go.
+
+Every module of :mod:`rt_lib.experiments` that runs a notebook declares::
+
+    EXPERIMENT = Experiment("01_modular_addition", ModularAdditionParams)
+
+with the notebooks whose results it reads (``reads=``); :func:`registry` finds them all, and the
+runner (``./run_all.sh``) validates, orders and places notebooks from it alone.  Adding an
+experiment is one notebook plus one module.
+
+**Results folders.**  A profile's own run (the notebook's defaults = the CPU profile, or
+``configs/<profile>/<name>.yaml``) writes to ``results/[<profile>/]<name>/``.  A run whose
+parameters differ from its profile's (``--set``, an edited parameters cell, or a change made in
+a live notebook) writes to a folder of its own, ``<name>+<changes>`` (``01_modular_addition+p=4``;
+a short hash when the changes do not fit a name), with ``parameters.yaml`` beside its results:
+exploring never overwrites the profile's results.  A notebook that reads an exploration run's
+results is itself an exploration run, named after the changes it reads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import pkgutil
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rt_lib.claims import Claims
+from rt_lib.io import PROJECT_ROOT, atomic_write_text, folder_of, results_root, use_folder
+from rt_lib.params import Params, plain
+
+CONFIGS = PROJECT_ROOT / "configs"
+DEFAULT_PROFILE = "cpu"  # the notebooks' own defaults; no config file
+PROFILE_ENV = "RT_PROFILE"  # set by the runner: the profile a notebook runs in
+PARAMETERS_FILE = "parameters.yaml"
+_SAFE = re.compile(r"[A-Za-z0-9_.,=\-\[\]]+")
+MAX_SLUG = 48  # longer change lists are named by a hash (parameters.yaml says what they are)
+
+
+def available_profiles() -> list[str]:
+    return [DEFAULT_PROFILE] + sorted(p.name for p in CONFIGS.iterdir() if p.is_dir()
+                                      and p.name != DEFAULT_PROFILE)
+
+
+def current_profile() -> str:
+    return os.environ.get(PROFILE_ENV, DEFAULT_PROFILE)
+
+
+def slug(changes: dict[str, Any]) -> str:
+    """``p=4,widths=[64,128]`` for short changes, else ``h<sha256 of them>``."""
+    text = ",".join(f"{k}={json.dumps(plain(v), separators=(',', ':'))}".replace('"', "")
+                    for k, v in sorted(changes.items()))
+    if len(text) <= MAX_SLUG and _SAFE.fullmatch(text):
+        return text
+    digest = hashlib.sha256(json.dumps(plain(changes), sort_keys=True).encode()).hexdigest()
+    return "h" + digest[:10]
+
+
+def folder_name(name: str, changes: dict[str, Any]) -> str:
+    return name if not changes else f"{name}+{slug(changes)}"
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str  # the notebook's file stem, e.g. "01_modular_addition"
+    params: type[Params]  # its parameters; the class defaults are the CPU profile
+    reads: tuple[str, ...] = ()  # notebooks whose results it reads: it runs after them
+    title: str = field(default="", compare=False)  # one line for listings
+
+    def profile_config(self, profile: str) -> dict[str, Any]:
+        """The values ``profile`` injects ({} for the CPU profile)."""
+        if profile == DEFAULT_PROFILE:
+            return {}
+        path = CONFIGS / profile / f"{self.name}.yaml"
+        if not path.exists():
+            raise FileNotFoundError(f"--profile {profile}: {path.relative_to(PROJECT_ROOT)} "
+                                    "is missing")
+        return yaml.safe_load(path.read_text()) or {}
+
+    def profile_params(self, profile: str) -> Params:
+        return self.params(**self.profile_config(profile))
+
+    def changes(self, params: Params, profile: str) -> dict[str, Any]:
+        """What ``params`` changes from ``profile``'s parameters of this experiment."""
+        return params.changes_from(self.profile_params(profile))
+
+    def start(self, namespace: dict[str, Any]) -> tuple[Any, Path, Claims]:
+        """The notebook's one call after its parameters cell: (parameters built and checked
+        from ``namespace``, its results folder, its claims record).
+
+        The folder is the one the runner chose (``$RT_FOLDERS``), else the profile's own when
+        the parameters are the profile's, else a folder of their own: a notebook changed in a
+        live session does not overwrite the profile's results either."""
+        params = self.params.from_namespace(namespace)
+        env = json.loads(os.environ.get("RT_FOLDERS") or "{}")
+        if self.name not in env:
+            use_folder(self.name, folder_name(self.name, self.changes(params, current_profile())))
+        out = results_root() / folder_of(self.name)
+        out.mkdir(parents=True, exist_ok=True)
+        exploring = out.name != self.name
+        if exploring:
+            record = {"notebook": self.name, "profile": current_profile(),
+                      "changes": plain(self.changes(params, current_profile())),
+                      "reads": {n: folder_of(n) for n in self.reads},
+                      "parameters": params.as_plain()}
+            atomic_write_text(out / PARAMETERS_FILE, yaml.safe_dump(record, sort_keys=False))
+            print(f"exploration run: results in {out} (the profile's stay as they were)")
+        return params, out, Claims(out, strict=not exploring)
+
+
+@cache
+def registry() -> dict[str, Experiment]:
+    """{notebook name: experiment} over every module of rt_lib.experiments that declares one."""
+    import rt_lib.experiments as package
+
+    found: dict[str, Experiment] = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        experiment = getattr(module, "EXPERIMENT", None)
+        if isinstance(experiment, Experiment):
+            if experiment.name in found:
+                raise RuntimeError(f"two modules declare the experiment {experiment.name}")
+            found[experiment.name] = experiment
+    return dict(sorted(found.items()))
+
+
+def runs(root: Path | None = None) -> list[dict[str, Any]]:
+    """Every run folder under a results root: name, whether it is a profile's own run, the
+    changes of an exploration run, and its claims (held / checked)."""
+    from rt_lib import claims
+
+    root = root or results_root()
+    out = []
+    for folder in sorted(p for p in root.glob("[0-9][0-9]_*") if p.is_dir()):
+        record = {}
+        if (folder / PARAMETERS_FILE).exists():
+            record = yaml.safe_load((folder / PARAMETERS_FILE).read_text()) or {}
+        table = claims.read(folder)
+        held = None if table is None else int((table["holds"].astype(str) == "True").sum())
+        out.append({"folder": folder.name, "exploration": "+" in folder.name,
+                    "changes": record.get("changes", {}),
+                    "claims": None if table is None else f"{held}/{len(table)}"})
+    return out

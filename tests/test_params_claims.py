@@ -1,0 +1,132 @@
+"""Notebook parameters (one base class), recorded claims, and the experiments' registry."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import pandas as pd
+import pytest
+
+from rt_lib import runner
+from rt_lib.claims import Claims, ClaimsFailed, summary
+from rt_lib.experiments.registry import folder_name, registry, slug
+from rt_lib.params import Params
+
+
+@dataclass(frozen=True)
+class Toy(Params):
+    lr: float = 1e-3
+    steps: int = 10
+    widths: tuple[int, ...] = (16,)
+    batch_size: int | None = None
+    bf16: bool = False
+    name: str = "a"
+    extra: dict = field(default_factory=dict)
+
+    def check(self) -> None:
+        if self.steps < 1:
+            raise ValueError(f"steps must be >= 1, got {self.steps}")
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("lr", "abc", "lr must be a number, got 'abc'"),
+    ("steps", 2.5, "steps must be an integer, got 2.5"),
+    ("steps", True, "steps must be an integer, got True"),  # a bool is not a count
+    ("widths", [16, "x"], "widths[1] must be an integer, got 'x'"),
+    ("widths", 16, "widths must be a list of integers, got 16"),
+    ("batch_size", "all", "batch_size must be an integer or None, got 'all'"),
+    ("bf16", "yes", "bf16 must be true or false, got 'yes'"),
+    ("name", 3, "name must be a string, got 3"),
+    ("extra", [1], "extra must be a mapping, got [1]"),
+])
+def test_a_value_of_the_wrong_type_is_refused_naming_the_parameter(name, value, message):
+    with pytest.raises(TypeError) as info:
+        Toy(**{name: value})
+    assert str(info.value) == message
+
+
+def test_values_are_coerced_once_and_the_subclass_check_runs():
+    toy = Toy(lr=1, widths=[8, 16], batch_size=None)
+    assert toy.lr == 1.0 and isinstance(toy.lr, float) and toy.widths == (8, 16)
+    with pytest.raises(ValueError, match="steps must be >= 1"):
+        Toy(steps=0)
+
+
+def test_from_namespace_takes_the_fields_found_and_changes_from_lists_what_differs():
+    toy = Toy.from_namespace({"lr": 0.5, "widths": [32], "unrelated": 1, "__name__": "x"})
+    assert toy == Toy(lr=0.5, widths=(32,))
+    assert toy.changes_from(Toy()) == {"lr": 0.5, "widths": (32,)}
+    from rt_lib.experiments.modular_addition import ModularAdditionParams
+
+    # threads change no number (one thread per notebook is a speed choice): not a change
+    assert ModularAdditionParams(threads=2).changes_from(ModularAdditionParams()) == {}
+
+
+def test_folder_names_read_as_the_changes_and_long_ones_as_a_hash():
+    assert folder_name("01_x", {}) == "01_x"
+    assert folder_name("01_x", {"p": 4, "widths": (64, 128)}) == "01_x+p=4,widths=[64,128]"
+    long = slug({"space": {"lr": [1e-3, 3e-4], "dropout": [0.0, 0.1, 0.2]}, "x": "a/b"})
+    assert long.startswith("h") and len(long) == 11
+    assert long == slug({"x": "a/b", "space": {"dropout": [0.0, 0.1, 0.2], "lr": [1e-3, 3e-4]}})
+
+
+def test_claims_are_written_as_checked_and_fail_only_a_profile_run(tmp_path):
+    strict = Claims(tmp_path / "profile", strict=True)
+    (tmp_path / "profile").mkdir()
+    strict.check("a", "paper §1", "x is 1", "x = 1", True)
+    strict.check("b", "paper §2", "y is 2", "y = 3", False, scale="width 1024")
+    table = pd.read_csv(tmp_path / "profile" / "claims.csv")
+    assert table["id"].tolist() == ["a", "b"] and table["holds"].tolist() == [True, False]
+    assert table.loc[1, "scale"] == "width 1024"
+    with pytest.raises(ClaimsFailed, match="b"):
+        strict.done()
+    with pytest.raises(ValueError, match="twice"):
+        strict.check("a", "", "", "", True)
+    (tmp_path / "explore").mkdir()
+    loose = Claims(tmp_path / "explore", strict=False)
+    loose.check("b", "paper §2", "y is 2", "y = 3", False)
+    loose.done()  # reported, not raised
+    held, failed, lines = summary({"profile": tmp_path / "profile", "explore": tmp_path / "explore",
+                                   "none": tmp_path / "missing"})
+    assert (held, failed) == (1, 2) and lines[0].startswith("profile: b (y = 3")
+
+
+def _parameters_cell(path):
+    return runner.default_parameters(path)
+
+
+@pytest.mark.parametrize("name", sorted(runner.available_notebooks()))
+def test_every_declared_parameter_reaches_the_notebooks_parameters(name):
+    """A name in the parameters cell that the experiment's Params lacks would be accepted by
+    papermill and silently ignored; and the notebook must build its Params from the whole cell
+    (one call), not pick its arguments one by one."""
+    path = runner.available_notebooks()[name]
+    experiment = registry()[name]
+    cell = _parameters_cell(path)
+    assert set(cell) <= set(experiment.params.names()), sorted(set(cell) - set(experiment.params.names()))
+    code = [("".join(c["source"])) for c in json.loads(path.read_text())["cells"]
+            if c["cell_type"] == "code"]
+    assert "EXPERIMENT.start(globals())" in code[1]
+    assert experiment.params.__name__ + "(" not in "".join(code[1:])
+
+
+@pytest.mark.parametrize("name", sorted(runner.available_notebooks()))
+def test_a_notebooks_defaults_are_its_experiments_cpu_profile(name, monkeypatch, tmp_path):
+    """The committed parameters cell and the Params defaults agree, so a run of the committed
+    notebook is the profile's own (its own folder, claims asserted)."""
+    monkeypatch.setenv("RT_TINYSTORIES", str(tmp_path))  # 08 checks that its data path exists
+    path = runner.available_notebooks()[name]
+    experiment = registry()[name]
+    built = experiment.params.from_namespace(_parameters_cell(path))
+    assert built.changes_from(experiment.params()) == {}
+
+
+def test_the_registry_holds_one_experiment_per_notebook_and_what_it_reads():
+    books = runner.available_notebooks()
+    assert set(registry()) == set(books)
+    reads = runner.needs()
+    assert reads["07_table1"] == {"01_modular_addition", "02_needle_in_a_haystack",
+                                  "03_decimal_addition", "04_parentheses"}
+    assert reads["13_miiii_neurons"] == {"11_miiii_training"}
+    assert all(name > other for name, read in reads.items() for other in read)  # run after
