@@ -62,7 +62,11 @@ class TransformerConfig:
     layernorm: bool = True  # pre-LN in GPT-2; miiii drops it for interpretability
     bias: bool = True  # GPT-2 has biases (frozen at 0 in random models); miiii has none
     causal: bool = True  # decoder LM; miiii reads the whole input, so non-causal
-    init: Literal["gpt2", "he"] = "gpt2"  # N(0, 0.02^2) with scaled out-projections, or He fan-in
+    # "gpt2": N(0, 0.02^2) with scaled out-projections (SPEC A); "he": He normal, fan-in = the
+    # input axis; "he_jax": jax's he_normal, which the miiii code uses for every weight (SPEC B):
+    # a normal truncated at 2 std and rescaled to std sqrt(2 / fan-in), fan-in = the product of
+    # all axes but the last (h * d for W_Q/W_K/W_V, n_tasks * d for a multi-task W_U)
+    init: Literal["gpt2", "he", "he_jax"] = "gpt2"
     init_std: float = 0.02  # GPT-2's initializer_range (SPEC A)
     pos_embed: Literal["learned", "sinusoidal"] = "learned"  # sinusoidal = frozen (Table 2 ablation)
     dropout: float = 0.0  # 0 for the synthetic tasks; miiii uses 0.1
@@ -70,6 +74,9 @@ class TransformerConfig:
     # its residual add (HF GPT-2, TinyStories); "residual" = the residual stream after each add,
     # nothing else (the miiii code's block_fn: z = dropout(z + attn(z)), same for the MLP).
     dropout_at: Literal["gpt2", "residual"] = "gpt2"
+    # "sample": a mask per example (nn.Dropout); "batch": one mask per step shared by the whole
+    # batch, as the miiii code draws it (its forward is vmapped with the dropout key unmapped)
+    dropout_mask: Literal["sample", "batch"] = "sample"
     trainable: Trainable = "all"  # which parameters train; "embeddings" is the random transformer
 
     def __post_init__(self) -> None:
@@ -83,9 +90,13 @@ class TransformerConfig:
             )
         _check_choice("trainable", self.trainable, get_args(Trainable))
         _check_choice("act", self.act, ("gelu_tanh", "relu"))
-        _check_choice("init", self.init, ("gpt2", "he"))
+        _check_choice("init", self.init, ("gpt2", "he", "he_jax"))
         _check_choice("pos_embed", self.pos_embed, ("learned", "sinusoidal"))
         _check_choice("dropout_at", self.dropout_at, ("gpt2", "residual"))
+        _check_choice("dropout_mask", self.dropout_mask, ("sample", "batch"))
+        if self.dropout_mask == "batch" and self.dropout_at != "residual":
+            raise ValueError("dropout_mask='batch' is the miiii code's residual dropout: it needs "
+                             f"dropout_at='residual', got {self.dropout_at!r}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
         if self.out_sizes is not None and (
@@ -250,6 +261,48 @@ class MLP(nn.Module):
         return out + self.b_out if self.cfg.bias else out
 
 
+class BatchDropout(nn.Module):
+    """Dropout with one mask [1, ...] for the whole batch (the miiii code's draw, SPEC B)."""
+
+    def __init__(self, p: float):
+        super().__init__()
+        self.p = p
+
+    def forward(self, x: Tensor) -> Tensor:
+        if not self.training or self.p == 0:
+            return x
+        keep = torch.rand(1, *x.shape[1:], device=x.device) >= self.p
+        return x * keep / (1 - self.p)
+
+
+# jax.random.truncated_normal(-2, 2) has std 0.8796...; jax's variance_scaling divides by it
+TRUNCATED_STD = 0.87962566103423978
+
+
+@torch.no_grad()
+def init_parameter(leaf: str, param: Tensor, cfg: TransformerConfig) -> None:
+    """Initialise one parameter (``leaf``: its name in its module) as ``cfg.init`` says."""
+    if leaf.startswith("b_") or leaf == "b":
+        param.zero_()
+    elif leaf == "w":
+        param.fill_(1.0)
+    elif cfg.init == "gpt2":
+        std = cfg.init_std
+        if leaf in ("W_O", "W_out"):
+            # GPT-2 scales residual-stream writers by 1/sqrt(2 n_layers) (SPEC A).
+            std = cfg.init_std / math.sqrt(2 * cfg.n_layers)
+        param.normal_(0.0, std)
+    elif cfg.init == "he":
+        # He et al. (2015) normal, fan-in = axis -2 (the input axis of every map here); W_O
+        # reads all heads at once, so its fan-in is d_model.
+        fan_in = cfg.d_model if leaf == "W_O" else param.shape[-2]
+        param.normal_(0.0, math.sqrt(2.0 / fan_in))
+    else:  # "he_jax": jax.nn.initializers.he_normal (in_axis=-2, out_axis=-1)
+        fan_in = math.prod(param.shape[:-1])
+        std = math.sqrt(2.0 / fan_in) / TRUNCATED_STD
+        nn.init.trunc_normal_(param, 0.0, std, -2 * std, 2 * std)
+
+
 class Block(nn.Module):
     def __init__(self, cfg: TransformerConfig, fused_attention: bool = True):
         super().__init__()
@@ -257,7 +310,7 @@ class Block(nn.Module):
         self.attn = Attention(cfg, fused_attention)
         self.ln2 = LayerNorm(cfg.d_model, cfg.layernorm)
         self.mlp = MLP(cfg)
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = BatchDropout(cfg.dropout) if cfg.dropout_mask == "batch" else nn.Dropout(cfg.dropout)
         self.on_residual = cfg.dropout_at == "residual"
 
     def forward(self, x: Tensor, last_only: bool = False, cache: dict | None = None,
@@ -312,24 +365,8 @@ class Transformer(nn.Module):
 
     @torch.no_grad()
     def reset_parameters(self) -> None:
-        cfg = self.cfg
         for name, param in self.named_parameters():
-            leaf = name.rsplit(".", 1)[-1]
-            if leaf.startswith("b_") or leaf == "b":
-                param.zero_()
-            elif leaf == "w":
-                param.fill_(1.0)
-            elif cfg.init == "gpt2":
-                std = cfg.init_std
-                if leaf in ("W_O", "W_out"):
-                    # GPT-2 scales residual-stream writers by 1/sqrt(2 n_layers) (SPEC A).
-                    std = cfg.init_std / math.sqrt(2 * cfg.n_layers)
-                param.normal_(0.0, std)
-            else:
-                # He et al. (2015) normal, fan-in = axis -2 (the input axis of every map here,
-                # as in jax's he_normal); W_O reads all heads at once, so its fan-in is d_model.
-                fan_in = cfg.d_model if leaf == "W_O" else param.shape[-2]
-                param.normal_(0.0, math.sqrt(2.0 / fan_in))
+            init_parameter(name.rsplit(".", 1)[-1], param, self.cfg)
 
     def embed(self, tokens: Tensor) -> Tensor:
         t = tokens.shape[1]

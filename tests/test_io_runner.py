@@ -85,6 +85,8 @@ def test_every_paper_config_names_only_known_parameters_and_validates():
 
     jobs = runner.plan("paper", None, {})
     assert {job.name for job in jobs} == set(registry())  # every notebook has a paper config
+    for job in jobs:  # every parameter named: none falls back to the CPU profile's value unseen
+        assert set(job.parameters) == runner.notebook_parameters(job.notebook), job.name
     for job in jobs:
         params = registry()[job.name].params(**job.parameters)  # raises on a bad value
         assert job.folder == job.name  # the profile's own run: its own folder

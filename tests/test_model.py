@@ -259,3 +259,51 @@ def test_model_module_stands_alone_and_its_transformer_stays_short():
     assert not any(name and name.startswith("rt_lib.tasks") for name in imported)
     lines, _ = inspect.getsourcelines(Transformer)
     assert len(lines) <= 110
+
+
+# --- the miiii code's initialisation and dropout draw (SPEC B) -----------------------------------
+
+def test_he_jax_init_matches_jax_he_normal_formula():
+    """jax's he_normal: fan-in = product of all axes but the last, a normal truncated at 2 std
+    and rescaled so that its std is sqrt(2 / fan-in) (W_Q at h = 4, d = 128: 0.0625)."""
+    from rt_lib.model import TRUNCATED_STD, miiii_config
+
+    cfg = miiii_config(37, d_model=128, n_heads=4, init="he_jax")
+    model = build_model(cfg, 0)
+    n_tasks = len(cfg.out_sizes)
+    expected = {"W_E": 38, "W_pos": 3, "blocks.0.attn.W_Q": 4 * 128, "blocks.0.attn.W_V": 4 * 128,
+                "blocks.0.attn.W_O": 4 * 32, "blocks.0.mlp.W_in": 128, "blocks.0.mlp.W_out": 512,
+                "W_U": n_tasks * 128}
+    params = dict(model.named_parameters())
+    for name, fan_in in expected.items():
+        w = params[name].detach()
+        std = math.sqrt(2.0 / fan_in)
+        bound = 2 * std / TRUNCATED_STD
+        assert w.abs().max() <= bound + 1e-6, name  # truncated at two (pre-rescale) std
+        if w.numel() >= 1000:  # sample std within 5 % of the formula
+            assert abs(w.std().item() / std - 1) < 0.05, (name, w.std().item(), std)
+    # the He init of this project's CPU recipe: fan-in = axis -2, so W_Q starts 2x larger
+    he = dict(build_model(miiii_config(37, d_model=128, n_heads=4), 0).named_parameters())
+    ratio = he["blocks.0.attn.W_Q"].std() / params["blocks.0.attn.W_Q"].std()
+    assert 1.9 < ratio.item() < 2.1
+
+
+def test_batch_dropout_shares_one_mask_over_the_batch():
+    from rt_lib.model import BatchDropout, miiii_config
+
+    drop = BatchDropout(0.5).train()
+    torch.manual_seed(0)
+    out = drop(torch.ones(64, 3, 32))
+    assert torch.equal(out, out[:1].expand_as(out))  # every example: the same mask
+    assert 0.3 < (out[0] == 0).float().mean().item() < 0.7
+    assert set(out.unique().tolist()) <= {0.0, 2.0}
+    assert torch.equal(drop.eval()(torch.ones(2, 3)), torch.ones(2, 3))
+    # in the model: identical rows stay identical in training with the shared mask only
+    rows = torch.tensor([[1, 2, 37]] * 8)
+    for mask, same in (("batch", True), ("sample", False)):
+        cfg = miiii_config(37, d_model=64, n_heads=4, dropout=0.5, dropout_mask=mask)
+        model = build_model(cfg, 0).train()
+        logits = model(rows, last_only=True)
+        assert torch.equal(logits, logits[:1].expand_as(logits)) is same, mask
+    with pytest.raises(ValueError, match="dropout_at='residual'"):
+        miiii_config(37, dropout_mask="batch", dropout_at="gpt2")

@@ -105,6 +105,9 @@ def test_every_declared_parameter_reaches_the_notebooks_parameters(name):
     experiment = registry()[name]
     cell = _parameters_cell(path)
     assert set(cell) <= set(experiment.params.names()), sorted(set(cell) - set(experiment.params.names()))
+    # papermill must see every one too (it skips a line it cannot parse, e.g. " = " in a comment,
+    # and would then refuse to inject that parameter)
+    assert runner.notebook_parameters(path) == set(cell)
     code = [("".join(c["source"])) for c in json.loads(path.read_text())["cells"]
             if c["cell_type"] == "code"]
     assert "EXPERIMENT.start(globals())" in code[1]

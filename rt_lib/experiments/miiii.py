@@ -23,7 +23,7 @@ from rt_lib.claims import Claims
 from rt_lib.experiments.registry import Experiment, current_profile, folder_name
 from rt_lib.grokfast import Grokfast
 from rt_lib.io import atomic_save_torch, load_torch, results_dir, results_root
-from rt_lib.model import build_model, miiii_config
+from rt_lib.model import TransformerConfig, build_model, miiii_config
 from rt_lib.params import Params
 from rt_lib.seeding import derive
 from rt_lib.tasks.miiii import MASKED_PRIMES, VARIANTS, MultiPrimeTask, miiii_task
@@ -64,6 +64,10 @@ class MiiiiParams(Params):
     # embeddings undropped, so keys/values come from per-token tables); "gpt2": embeddings,
     # attention and sublayer outputs, where the CPU recipe was found (with "residual" at p = 37
     # only q = 2, 3 generalised in 10,000 epochs and T_nanda not in 1,500)
+    # The miiii code's init and dropout draw (SPEC B): "he_jax" (jax's he_normal: truncated,
+    # fan-in over all axes but the last) and one dropout mask per step for the whole batch
+    init: str = "he"  # "he": He normal with fan-in = the input axis (the CPU recipe's)
+    dropout_mask: str = "sample"  # "batch": the miiii code's shared mask
     lr: float = 0.003  # AdamW, constant
     weight_decay: float = 1.0
     beta2: float = 0.98  # AdamW betas (0.9, 0.98)
@@ -93,7 +97,8 @@ class MiiiiParams(Params):
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
         miiii_config(self.p, d_model=self.d_model, n_heads=self.n_heads, dropout=self.dropout,
-                     trainable=self.trainable, dropout_at=self.dropout_at)  # checks all three
+                     trainable=self.trainable, dropout_at=self.dropout_at, init=self.init,
+                     dropout_mask=self.dropout_mask)  # checks the model's settings
         if not isinstance(self.epochs, int) or self.epochs < 1:
             raise ValueError(f"epochs must be a positive integer, got {self.epochs!r}")
         if self.baseline_epochs is not None and (
@@ -111,11 +116,14 @@ class MiiiiParams(Params):
                           n_valid=self.n_valid, combine=self.combine,
                           split_seed=self.seed, shuffle_seed=self.seed)
 
+    def model_config(self, task: MultiPrimeTask) -> TransformerConfig:
+        return miiii_config(self.p, d_model=self.d_model, n_heads=self.n_heads,
+                            dropout=self.dropout, out_sizes=task.qs, trainable=self.trainable,
+                            dropout_at=self.dropout_at, init=self.init,
+                            dropout_mask=self.dropout_mask)
+
     def model(self, task: MultiPrimeTask) -> nn.Module:
-        cfg = miiii_config(self.p, d_model=self.d_model, n_heads=self.n_heads,
-                           dropout=self.dropout, out_sizes=task.qs, trainable=self.trainable,
-                           dropout_at=self.dropout_at)
-        return build_model(cfg, derive(self.seed, "init") % 2**31)
+        return build_model(self.model_config(task), derive(self.seed, "init") % 2**31)
 
     def epochs_for(self, variant: str, lamb: float) -> int:
         """T_miiii with grokfast gets ``epochs``; the baselines ``baseline_epochs`` if set."""
