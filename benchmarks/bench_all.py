@@ -307,7 +307,6 @@ def restart_cases() -> dict[str, tuple[Callable, int | None]]:
             for profile, width in (("paper", 16), ("cpu", 16), ("cpu", 128))]
     for module, cls, profile, width in grid:
         params = cls(**paper(module)) if profile == "paper" else cls()
-        params = replace(params, stop_at_test_acc=None)  # early stop does not batch
 
         def build(params=params, width=width):
             task = params.task()

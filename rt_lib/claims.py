@@ -73,7 +73,7 @@ class Claims:
     def done(self) -> None:
         """End of the checks: raise in a profile's own run if any claim fails; report otherwise."""
         n, bad = len(self.claims), self.failing
-        print(f"{n - len(bad)} of {n} claims hold")
+        print(f"{n - len(bad)} of {n} claims hold" if n else "no claim of the papers is checked here")
         if bad and self.strict:
             raise ClaimsFailed("claims that no longer hold: " + ", ".join(c.id for c in bad))
         if bad:

@@ -82,7 +82,7 @@ def test_train_grid_batches_restarts_with_the_same_results():
     params = ModularAdditionParams(p=7, train_fraction=0.6, models=kinds, widths=(16,), restarts=3,
                                    n_heads=2, seed=4, steps=10, batch_size=16, lr=3e-3,
                                    lstm_lr=3e-3, lstm_steps=None, warmup_steps=2, eval_every=5,
-                                   threads=1, stop_at_test_acc=None)
+                                   threads=1)
     task = params.task()
     together = train_grid(task, replace(params, batch_restarts=True))
     apart = train_grid(task, replace(params, batch_restarts=False))

@@ -32,7 +32,7 @@ def test_bad_parameters_raise_before_any_work(kwargs, match, results_tmp):
 
 
 def test_tiny_run_writes_metrics_rows_per_model_and_restart(results_tmp):
-    params = ModularAdditionParams(p=5, widths=(8,), restarts=2, steps=3, eval_every=3,
+    params = ModularAdditionParams(p=5, widths=(8,), restarts=2, steps=3, eval_every=3, trained_steps=None,
                                    warmup_steps=1)
     result = run(params)
     m = result.metrics

@@ -339,7 +339,7 @@ def test_an_interrupted_grid_resumes_and_ends_as_the_uninterrupted_one(tmp_path)
     params = ModularAdditionParams(p=7, train_fraction=0.8, models=["random transformer",
                                    "trained transformer"], widths=[16], restarts=1, steps=30,
                                    batch_size=8, warmup_steps=2, eval_every=5, n_heads=2,
-                                   stop_at_test_acc=None, lstm_steps=None, threads=1)
+                                   lstm_steps=None, trained_steps=None, threads=1)
     reference = train_grid(task, params)
 
     calls = []

@@ -78,7 +78,6 @@ class GridParams(Params):
     weight_decay: float = 1e-3  # SPEC A, matrices only
     warmup_steps: int = 500  # SPEC A
     eval_every: int = 100
-    stop_at_test_acc: float | None = None  # stop a run early at this test accuracy
     seed: int = 0
     threads: int | None = None  # None: $RT_THREADS or 1 (seeding.set_threads)
     bf16: bool = False
@@ -114,12 +113,10 @@ class GridParams(Params):
         return extra
 
     def train_config(self) -> TrainConfig:
-        stop = ({} if self.stop_at_test_acc is None
-                else {"stop_metric": "test_acc", "stop_value": self.stop_at_test_acc})
         return TrainConfig(steps=self.steps, batch_size=self.batch_size, lr=self.lr,
                            weight_decay=self.weight_decay, warmup_steps=self.warmup_steps,
                            eval_every=self.eval_every, seed=self.seed, threads=self.threads,
-                           bf16=self.bf16, device=self.device, **stop)
+                           bf16=self.bf16, device=self.device)
 
     def kind_overrides(self) -> dict[str, dict]:
         """Training changes per model kind: the LSTM's lr and steps, the trained transformer's

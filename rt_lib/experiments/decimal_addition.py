@@ -32,7 +32,6 @@ class DecimalParams(GridParams):
     lr: float = 1e-2
     warmup_steps: int = 100
     eval_every: int = 100
-    stop_at_test_acc: float | None = 0.99
 
     def task(self) -> DecimalAddition:
         return DecimalAddition(n_digits=self.n_digits, n_test=self.n_test,

@@ -29,7 +29,6 @@ class NeedleParams(GridParams):
     lr: float = 1e-2
     warmup_steps: int = 100
     eval_every: int = 100
-    stop_at_test_acc: float | None = 0.99
 
     def task(self) -> NeedleInAHaystack:
         return NeedleInAHaystack(max_keys=self.max_keys, min_keys=self.min_keys,

@@ -32,7 +32,6 @@ class ParenthesesParams(GridParams):
     lr: float = 1e-2
     warmup_steps: int = 100
     eval_every: int = 100
-    stop_at_test_acc: float | None = 0.99
 
     def task(self) -> Parentheses:
         return Parentheses(max_pairs=self.max_pairs, min_pairs=self.min_pairs, n_test=self.n_test,
