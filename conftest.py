@@ -3,52 +3,94 @@
 Parallel runs (``./run_tests.sh``: pytest-xdist with the scheduler below):
 
 The cells of a notebook must run in order on one worker (nbval keeps one kernel per notebook),
-and notebooks that read each other's results (``rt_lib.runner.needs``) must share a worker, in
-name order, like ``./run_all.sh`` runs them.  Each such chain is one unit of work, and the
-chains come first, longest first, so the two long ones start at once; unit tests fill in.
+so each notebook is one unit of work.  A notebook that reads others' results
+(``rt_lib.runner.needs``) is handed out only once they have finished, on whichever worker is
+free, as ``./run_all.sh`` runs them: the notebooks 07 and 09 read no longer tie 01-05 and 08 to
+one worker.  Notebooks go first, longest critical path first (their recorded times plus those
+of the notebooks that read them); unit tests fill in.
 """
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 import pytest
 
 
-def _chain_of() -> dict[str, tuple[int, str]]:
-    """{notebook: (rank of its chain, the chain's first notebook)}, longest chain first."""
-    from rt_lib.runner import available_notebooks, chains
+@cache
+def _plan() -> tuple[dict[str, frozenset[str]], dict[str, int]]:
+    """({notebook: the notebooks it reads}, {notebook: its rank}) as ./run_all.sh orders them."""
+    from rt_lib.runner import available_notebooks, schedule
 
-    return {name: (i, chain[0]) for i, chain in enumerate(chains(list(available_notebooks())))
-            for name in chain}
+    deps, order = schedule(list(available_notebooks()))
+    return deps, {n: i for i, n in enumerate(order)}
+
+
+def _notebook_of(nodeid: str) -> str | None:
+    # nbval's ids reach the controller as "notebooks/01_x.ipynb::Cell 0"
+    first = nodeid.split("::", 1)[0]
+    return Path(first).name.removesuffix(".ipynb") if first.endswith(".ipynb") else None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Notebook chains first, longest first (cells keep their order: a stable sort), then the
-    unit tests: the order in which xdist hands out the work."""
+    """Notebooks first, by rank (cells keep their order: a stable sort), then the unit tests:
+    the order in which the scheduler hands out the work."""
     if not any(item.path.suffix == ".ipynb" for item in items):
         return
-    rank = _chain_of()
-    items.sort(key=lambda item: rank[item.path.stem][0] if item.path.suffix == ".ipynb"
+    _, rank = _plan()
+    items.sort(key=lambda item: rank.get(item.path.stem, len(rank)) if item.path.suffix == ".ipynb"
                else len(rank))
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
-    """Hand out a whole notebook chain to one worker, and a test module to one worker."""
+    """A notebook or a test module to one worker; a notebook only after those it reads."""
     from xdist.scheduler import LoadScopeScheduling
 
-    rank = _chain_of()
+    deps, _ = _plan()
 
-    class ChainScheduling(LoadScopeScheduling):
+    class NotebookScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            # nbval's ids reach the controller as "notebooks/01_x::ipynb::Cell 0"
-            first = nodeid.split("::", 1)[0]
-            stem = Path(first).name.removesuffix(".ipynb")
-            if stem in rank:
-                return f"notebooks from {rank[stem][1]}"
-            return first  # a test module: its module-scoped fixtures are built once
+            book = _notebook_of(nodeid)
+            return f"notebook {book}" if book else nodeid.split("::", 1)[0]
 
-    return ChainScheduling(config, log)
+        def _finished(self, scope: str) -> bool:
+            if scope in self.workqueue:
+                return False
+            units = [w[scope] for w in self.assigned_work.values() if scope in w]
+            return all(all(unit.values()) for unit in units)  # not collected: nothing to wait for
+
+        def _ready(self, scope: str) -> bool:
+            book = scope.removeprefix("notebook ") if scope.startswith("notebook ") else None
+            return book is None or all(self._finished(f"notebook {d}") for d in deps.get(book, ()))
+
+        def _assign_work_unit(self, node) -> None:
+            scope = next((s for s in self.workqueue if self._ready(s)), None)
+            if scope is None:
+                return  # every unit left waits for a notebook still running: so does the node
+            work_unit = self.workqueue.pop(scope)
+            self.assigned_work.setdefault(node, {})[scope] = work_unit
+            collection = self.registered_collections[node]
+            node.send_runtest_some([collection.index(nodeid)
+                                    for nodeid, done in work_unit.items() if not done])
+
+        def _reschedule(self, node) -> None:
+            if node.shutting_down:
+                return
+            if not self.workqueue:
+                node.shutdown()
+                return
+            if self._pending_of(self.assigned_work.get(node, {})) > 2:
+                return
+            self._assign_work_unit(node)
+
+        def mark_test_complete(self, node, item_index: int, duration: float = 0) -> None:
+            super().mark_test_complete(node, item_index, duration)
+            for other in self.nodes:  # a finished notebook may free a reader for an idle worker
+                if other is not node:
+                    self._reschedule(other)
+
+    return NotebookScheduling(config, log)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -123,7 +123,8 @@ def explained_variance(hidden: Tensor | np.ndarray, k: int = 10) -> dict[str, fl
 
     The total variance is the trace of the covariance; both shares are in [0, 1], the PCs' is
     never below the neurons' (the top-k PCs maximise the variance of any k-dim subspace), and
-    equal shares mean the variance is axis-aligned.  Isotropic states give k/d for both."""
+    equal shares mean the variance is axis-aligned.  Isotropic states give about k/d for both
+    when n >> d (:func:`isotropic_baseline` gives the PC share at any n)."""
     x = torch.as_tensor(hidden, dtype=torch.float64)
     if x.ndim != 2 or len(x) < 2:
         raise ValueError(f"hidden must be [n >= 2, d], got shape {tuple(x.shape)}")
@@ -137,6 +138,15 @@ def explained_variance(hidden: Tensor | np.ndarray, k: int = 10) -> dict[str, fl
     eig = torch.linalg.svdvals(x) ** 2  # the same scale: n-1 times the covariance eigenvalues
     return {"pcs": float(eig[:k].sum()) / total,
             "neurons": float(per_dim.topk(min(k, len(per_dim))).values.sum()) / total}
+
+
+def isotropic_baseline(n: int, d: int, k: int = 10, seed: int = 0) -> float:
+    """The top-``k`` PC share of ``n`` isotropic Gaussian states in ``d`` dimensions: what
+    :func:`explained_variance` gives states with no preferred direction at this sample size.
+    Not k/d: n states span at most n - 1 dimensions, and the sample covariance of finitely many
+    states spreads its eigenvalues (Marchenko-Pastur), so the top k carry more than k/d."""
+    gen = torch.Generator().manual_seed(seed)
+    return explained_variance(torch.randn(n, d, generator=gen, dtype=torch.float64), k)["pcs"]
 
 
 @torch.no_grad()

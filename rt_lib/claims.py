@@ -8,8 +8,12 @@ keeps what it checked), and printed.
 
 :meth:`Claims.done` ends the notebook's checks.  In a profile's own run (the committed CPU
 profile, which nbval re-runs, or the paper profile) a claim that does not hold fails the
-notebook: a regression is caught.  In an exploration run (changed parameters, a folder of its
-own) it is reported and the notebook finishes: asking a question is not an error.
+notebook: a regression is caught.  The exception is a claim measured not to show at the
+profile's scale and declared so (``Experiment.not_shown_on_cpu``, with the measurement): it is
+recorded with ``expected=False``, reported as "not shown at this scale" with the scale that
+would show it, and does not fail the run.  In an exploration run (changed parameters, a folder
+of its own) every failing claim is reported and the notebook finishes: asking a question is not
+an error.
 ``./run_all.sh`` ends with the count over every notebook it ran (:func:`summary`).
 """
 
@@ -35,9 +39,10 @@ class Claim:
     ours: str  # what this run measured, with its unit or comparison
     holds: bool
     scale: str = ""  # for a claim that does not hold here: the scale expected to show it
+    expected: bool = True  # False: measured and declared not to show at this profile's scale
 
     def __str__(self) -> str:
-        mark = "HOLDS" if self.holds else "FAILS"
+        mark = "HOLDS" if self.holds else "FAILS" if self.expected else "NOT SHOWN AT THIS SCALE"
         line = f"[{mark}] {self.id}: {self.ours} (paper: {self.paper})"
         return line if self.holds or not self.scale else f"{line}; expected at {self.scale}"
 
@@ -48,9 +53,10 @@ COLUMNS = [f.name for f in fields(Claim)]
 class Claims:
     """The claims of one notebook run, written to ``<folder>/claims.csv``."""
 
-    def __init__(self, folder: Path, strict: bool) -> None:
+    def __init__(self, folder: Path, strict: bool, not_shown: dict[str, str] | None = None) -> None:
         self.path = Path(folder) / FILENAME
         self.strict = strict  # a profile's own run: failing claims fail the notebook
+        self.not_shown = dict(not_shown or {})  # claim id -> why it cannot show at this scale
         self.claims: list[Claim] = []
         self.path.unlink(missing_ok=True)  # a rerun records its own claims only
 
@@ -58,7 +64,7 @@ class Claims:
               scale: str = "") -> Claim:
         if any(c.id == id for c in self.claims):
             raise ValueError(f"claim {id!r} checked twice")
-        claim = Claim(id, source, paper, ours, bool(holds), scale)
+        claim = Claim(id, source, paper, ours, bool(holds), scale, id not in self.not_shown)
         self.claims.append(claim)
         from rt_lib.io import save_csv  # io imports nothing of ours: no cycle, kept lazy
 
@@ -68,12 +74,24 @@ class Claims:
 
     @property
     def failing(self) -> list[Claim]:
-        return [c for c in self.claims if not c.holds]
+        """Claims that do not hold and were expected to at this scale."""
+        return [c for c in self.claims if not c.holds and c.expected]
 
     def done(self) -> None:
-        """End of the checks: raise in a profile's own run if any claim fails; report otherwise."""
+        """End of the checks: raise in a profile's own run if a claim expected to hold fails;
+        report the claims declared not to show at this scale, and any of those that now hold."""
         n, bad = len(self.claims), self.failing
-        print(f"{n - len(bad)} of {n} claims hold" if n else "no claim of the papers is checked here")
+        unshown = [c for c in self.claims if not c.expected and not c.holds]
+        held = sum(c.holds for c in self.claims)
+        print(f"{held} of {n} claims hold" + (f"; {len(unshown)} not shown at this scale"
+                                            if unshown else "")
+              if n else "no claim of the papers is checked here")
+        for c in unshown:
+            print(f"  not shown at this scale: {c.id}: {self.not_shown[c.id]}")
+        for c in self.claims:
+            if not c.expected and c.holds:
+                print(f"  {c.id} was declared not to show at this scale but holds: "
+                      "remove it from not_shown_on_cpu")
         if bad and self.strict:
             raise ClaimsFailed("claims that no longer hold: " + ", ".join(c.id for c in bad))
         if bad:
@@ -85,17 +103,26 @@ def read(folder: Path) -> pd.DataFrame | None:
     return pd.read_csv(path, keep_default_na=False) if path.exists() else None
 
 
+def flag(table: pd.DataFrame, column: str, default: bool) -> pd.Series:
+    if column not in table:
+        return pd.Series(default, index=table.index)
+    return table[column].astype(str).str.lower() == "true"
+
+
 def summary(folders: dict[str, Path]) -> tuple[int, int, list[str]]:
-    """(claims that hold, claims that do not, "<run>: <id>" of those that do not) over the
-    ``claims.csv`` of every run folder given ({run name: folder})."""
+    """(claims that hold, claims that do not, a line per claim that does not) over the
+    ``claims.csv`` of every run folder given ({run name: folder}); a claim declared not to show
+    at its profile's scale is marked so in its line."""
     held, failed, lines = 0, 0, []
     for name, folder in folders.items():
         table = read(folder)
         if table is None:
             continue
-        ok = table["holds"].astype(str).str.lower() == "true"
+        ok = flag(table, "holds", False)
+        expected = flag(table, "expected", True)
         held += int(ok.sum())
         failed += int((~ok).sum())
-        lines += [f"{name}: {row.id} ({row.ours}; paper: {row.paper})"
-                  for row in table[~ok].itertuples()]
+        for row, exp in zip(table[~ok].itertuples(), expected[~ok]):
+            where = "" if exp else f"not shown at this scale, expected at {row.scale}: "
+            lines.append(f"{name}: {where}{row.id} ({row.ours}; paper: {row.paper})")
     return held, failed, lines

@@ -28,6 +28,7 @@ from rt_lib.primes import primes_below
 
 Trainable = Literal["all", "embeddings", "unembed", "embed", "token_unembed"]
 LSTMTrainable = Literal["all", "embeddings"]
+LSTMInit = Literal["pytorch", "small"]
 # How Transformer(cfg, last_position=...) computes a last-position forward (rt_lib/fast_paths.py).
 LastPosition = Literal["shared", "vocab", "full"]
 
@@ -416,6 +417,10 @@ class LSTMConfig:
     d_vocab_out: int | None = None  # output classes; None -> d_vocab
     trainable: LSTMTrainable = "all"  # "embeddings": only embedding and readout train
     n_ctx: int | None = None  # unused (no positions); kept so tasks can size any model alike
+    # "pytorch": the authors' baseline (experiment_stream.py: nn.Embedding, default nn.LSTM and
+    # nn.Linear), i.e. W_E ~ N(0, 1), W_U and b_U ~ U(+-1/sqrt(d)).  "small": W_E ~ N(0, 0.02^2),
+    # W_U ~ N(0, 1/d), b_U = 0 (this companion's earlier choice, kept to compare).
+    init: LSTMInit = "pytorch"
 
     def __post_init__(self) -> None:
         for name in ("d_vocab", "d_model", "n_layers"):
@@ -423,6 +428,7 @@ class LSTMConfig:
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         _check_choice("trainable", self.trainable, get_args(LSTMTrainable))
+        _check_choice("init", self.init, get_args(LSTMInit))
 
     @property
     def n_out(self) -> int:
@@ -435,10 +441,20 @@ class LSTM(nn.Module):
     def __init__(self, cfg: LSTMConfig):
         super().__init__()
         self.cfg = cfg
-        self.W_E = nn.Parameter(torch.randn(cfg.d_vocab, cfg.d_model) * 0.02)
-        self.lstm = nn.LSTM(cfg.d_model, cfg.d_model, num_layers=cfg.n_layers, batch_first=True)
-        self.W_U = nn.Parameter(torch.randn(cfg.d_model, cfg.n_out) / math.sqrt(cfg.d_model))
-        self.b_U = nn.Parameter(torch.zeros(cfg.n_out))
+        d = cfg.d_model
+        if cfg.init == "pytorch":  # what nn.Embedding and nn.Linear(d, n_out) draw by default
+            W_E = torch.randn(cfg.d_vocab, d)
+            bound = 1 / math.sqrt(d)
+            W_U = torch.empty(d, cfg.n_out).uniform_(-bound, bound)
+            b_U = torch.empty(cfg.n_out).uniform_(-bound, bound)
+        else:
+            W_E = torch.randn(cfg.d_vocab, d) * 0.02
+            W_U = torch.randn(d, cfg.n_out) / math.sqrt(d)
+            b_U = torch.zeros(cfg.n_out)
+        self.W_E = nn.Parameter(W_E)  # [d_vocab, d_model]
+        self.lstm = nn.LSTM(d, d, num_layers=cfg.n_layers, batch_first=True)  # PyTorch's init
+        self.W_U = nn.Parameter(W_U)  # [d_model, n_out]
+        self.b_U = nn.Parameter(b_U)  # [n_out]
         if cfg.trainable == "embeddings":
             self.lstm.requires_grad_(False)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 
 import matplotlib.pyplot as plt
@@ -36,11 +37,20 @@ def style() -> None:
 
 def plot_learning_curves(ax: Axes, histories: Mapping[str, pd.DataFrame], metric: str = "test_acc",
                          log_x: bool = False, colors: Mapping[str, str] | None = None) -> Axes:
-    """One line per run: ``metric`` against optimiser step."""
+    """One line per run: ``metric`` against optimiser step.  Runs labelled "kind (d=w, #r)" share
+    one legend entry per kind and width (restarts are the same colour)."""
     colors = colors or MODEL_COLORS
+    widths = {label: int(m.group(1)) for label in histories if (m := re.search(r"d=(\d+)", label))}
+    widest = max(widths.values(), default=0)
+    seen: set[str] = set()
     for label, hist in histories.items():
         kind = label.split(" (")[0]
-        line, = ax.plot(hist["step"], hist[metric], label=label, color=colors.get(kind), lw=1.8)
+        group = label.split(", #")[0] + ")" if ", #" in label else label
+        legend = group if group not in seen else "_nolegend_"
+        seen.add(group)
+        narrow = widths.get(label, widest) < widest  # narrower runs dotted, the widest solid
+        line, = ax.plot(hist["step"], hist[metric], label=legend, color=colors.get(kind),
+                        lw=1.4, alpha=0.85, ls=":" if narrow else "-")
         twin = "train_" + metric.removeprefix("test_")
         if metric.startswith("test_") and twin in hist:
             # The same run's training score, dashed: the gap is memorisation not yet generalised.

@@ -124,27 +124,20 @@ def recorded_seconds(path: Path) -> float:
         return 60.0
 
 
-def chains(names: list[str]) -> list[list[str]]:
-    """Notebooks that read each other's results, joined into chains in run order (name order
-    respects :func:`needs`); the longest chain (recorded seconds) first."""
-    parent = {n: n for n in names}
-
-    def root(n: str) -> str:
-        while parent[n] != n:
-            n = parent[n]
-        return n
-
-    for name, reads in needs().items():
-        for other in reads:
-            if name in parent and other in parent:
-                parent[root(name)] = root(other)
-    groups: dict[str, list[str]] = {}
-    for n in sorted(names):
-        groups.setdefault(root(n), []).append(n)
+def schedule(names: list[str]) -> tuple[dict[str, frozenset[str]], list[str]]:
+    """({notebook: the given notebooks it reads}, the notebooks in dispatch order): longest
+    critical path first (its recorded time plus the longest chain of readers after it), so a
+    notebook always comes after those it reads.  ``./run_all.sh`` and the parallel test run
+    (conftest.py) hand out notebooks in this order, each once those it reads have finished."""
+    deps = {n: needs().get(n, frozenset()) & set(names) for n in names}
     books = available_notebooks()
-    cost = {r: sum(recorded_seconds(books[n]) if n in books else 60.0 for n in g)
-            for r, g in groups.items()}
-    return [groups[r] for r in sorted(groups, key=lambda r: (-cost[r], r))]
+    seconds = {n: recorded_seconds(books[n]) if n in books else 60.0 for n in names}
+
+    @cache
+    def critical(name: str) -> float:
+        return seconds[name] + max((critical(m) for m in names if name in deps[m]), default=0.0)
+
+    return deps, sorted(names, key=lambda n: (-critical(n), n))
 
 
 def default_jobs() -> int:
@@ -315,13 +308,7 @@ def run_jobs(jobs: list[Job], outputs: dict[str, Path], n_jobs: int, log_output:
     :func:`needs`.  With a ``manifest``, a notebook (not in ``rerun``) whose results are up to
     date is skipped, and each finished one is recorded."""
     by_name = {j.name: j for j in jobs}
-    deps = {n: needs().get(n, frozenset()) & set(by_name) for n in by_name}
-    books = available_notebooks()
-    seconds = {n: recorded_seconds(books[n]) if n in books else 60.0 for n in by_name}
-
-    @cache
-    def critical(name: str) -> float:  # its time plus the longest chain of readers after it
-        return seconds[name] + max((critical(m) for m in by_name if name in deps[m]), default=0.0)
+    deps, order = schedule(list(by_name))
 
     def key(name: str) -> str:  # at dispatch: what the notebooks it reads hold by then
         job = by_name[name]
@@ -329,7 +316,6 @@ def run_jobs(jobs: list[Job], outputs: dict[str, Path], n_jobs: int, log_output:
                  for u, folder in sorted(job.reads.items())} if manifest else {}
         return content_key(job.notebook, profile, job.parameters, reads)
 
-    order = sorted(by_name, key=lambda n: (-critical(n), n))
     ctx = multiprocessing.get_context("spawn")
     running: dict[int, tuple[str, multiprocessing.process.BaseProcess, float, str]] = {}
     out = Outcome([], [], [])
@@ -425,7 +411,10 @@ def report_claims(folders: dict[str, Path]) -> None:
     """The closing summary: how many recorded claims hold over the runs given, and which not."""
     held, failed, lines = claims.summary(folders)
     if held or failed:
-        print(f"claims: {held} of {held + failed} hold" + (", these do not:" if failed else ""))
+        print(f"claims: {held} of {held + failed} hold" + (", these do not:" if failed else "")
+              + (" (a claim not shown at this scale was measured so; its notebook says which "
+                 "scale shows it)" if any("not shown at this scale" in line for line in lines)
+                 else ""))
         for line in lines:
             print(f"  {line}")
 

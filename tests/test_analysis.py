@@ -143,3 +143,11 @@ def test_hidden_states_are_what_the_unembedding_reads():
         picked[0, 1] = picked[3, 4] = True
         some = hidden_states(model, tokens, picked)["layer 2"]
         assert torch.allclose(model.unembed(model.ln_final(some)), logits[picked], atol=1e-5)
+
+
+def test_isotropic_baseline_is_k_over_d_for_many_states_and_1_when_they_span_k_dims():
+    from rt_lib.analysis import isotropic_baseline
+    assert isotropic_baseline(100_000, 64, k=8) == pytest.approx(8 / 64, rel=0.1)
+    assert isotropic_baseline(11, 256, k=10) == pytest.approx(1.0)  # 11 states span 10 dims
+    few = isotropic_baseline(174, 256, k=10)
+    assert few > 10 / 173 > 10 / 256  # more than a share of the spanned dimensions

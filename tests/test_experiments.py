@@ -5,7 +5,7 @@ import torch
 from rt_lib.analysis import attention_patterns, needle_head_scores
 from rt_lib.claims import Claims
 from rt_lib.experiments import ablations, decimal_addition, memorisation, needle, parentheses, table1
-from rt_lib.experiments.common import model_config
+from rt_lib.experiments.common import budget_status, model_config
 from rt_lib.experiments.modular_addition import ModularAdditionParams, run
 from rt_lib.experiments.reporting import median_of, results_table
 from rt_lib.model import build_model
@@ -76,8 +76,8 @@ def test_suite_bad_parameters_raise_before_any_work(cls, kwargs, match, results_
 
 
 def test_from_namespace_takes_only_the_fields():
-    params = needle.NeedleParams.from_namespace({"max_keys": 3, "lr": 0.5, "plt": object()})
-    assert params.max_keys == 3 and params.lr == 0.5
+    params = needle.NeedleParams.from_namespace({"max_keys": 1, "lr": 0.5, "plt": object()})
+    assert params.max_keys == 1 and params.lr == 0.5
 
 
 def tiny(cls, **kw):
@@ -142,26 +142,78 @@ def test_ablation_variants_train_only_their_matrices(results_tmp):
     assert table.loc["a", "t"] == pytest.approx(0.3) and table.loc["b", "t"] == pytest.approx(0.5)
 
 
+def _write_table1_sources(root, accuracy, budget=None):
+    """metrics.csv for each of 01-04: random transformer at widths 16 and 64, trained
+    transformer and LSTM at 64, 3 restarts each; ``accuracy[(model, width)]`` the 3 values."""
+    for task, (notebook, metric, _) in table1.SOURCES.items():
+        rows = []
+        for (model, width), values in accuracy.items():
+            for r, v in enumerate(values):
+                row = {"model": model, "width": width, "restart": r, metric: v, "test_acc": v,
+                       "budget": (budget or {}).get((task, model, width), "converged")}
+                rows.append(row)
+        (root / notebook).mkdir(parents=True, exist_ok=True)
+        pd.DataFrame(rows).to_csv(root / notebook / "metrics.csv", index=False)
+
+
 def test_table1_reports_missing_notebooks_and_aggregates_restarts(results_tmp):
     with pytest.raises(FileNotFoundError, match="--only 01"):
         table1.load_metrics()
-    rows = []
-    for task, (notebook, metric) in table1.SOURCES.items():
-        df = pd.DataFrame({"model": ["random transformer"] * 3 + ["trained LSTM"] * 3, "width": 16,
-                           "restart": [0, 1, 2] * 2, metric: [0.5, 0.8, 1.0, 0.1, 0.2, 0.3]})
-        (results_tmp / notebook).mkdir(parents=True)
-        df.to_csv(results_tmp / notebook / "metrics.csv", index=False)
+    _write_table1_sources(results_tmp, {("random transformer", 16): [0.5, 0.8, 1.0],
+                                        ("trained LSTM", 16): [0.1, 0.2, 0.3]})
     t = table1.table1(table1.load_metrics())
-    assert len(t) == 8
+    assert len(t) == 2 * 4 + 2  # two models x four tasks, and decimal addition's per-token rows
     rnd = t[(t.task == "needle") & (t.model == "random transformer")].iloc[0]
     assert (rnd["median"], rnd["min"], rnd["max"], rnd["restarts"]) == (0.8, 0.5, 1.0, 3)
-    record = Claims(results_tmp / "07_table1", strict=False)
-    table1.check_claims(t, record)
-    held = {c.id: c.holds for c in record.claims}
-    assert held["random-beats-lstm"] and held["random-solves-needle"] is False
-    assert "3 of 3 tasks" in record.claims[-1].ours
+    assert set(t.loc[t.task == "decimal addition", "metric"]) == {"exact match", "per-token accuracy"}
     wide = table1.wide_table1(t)
     assert wide.loc[wide.model == "random transformer", "needle"].item() == "0.800 [0.50, 1.00]"
+
+
+def test_table1_claims_cover_every_task_and_never_pass_over_a_failing_one(results_tmp):
+    solved, failed = [1.0, 0.995, 0.99], [0.3, 0.4, 0.5]
+    acc = {("random transformer", 16): failed, ("random transformer", 64): solved,
+           ("trained transformer", 64): solved, ("trained LSTM", 64): solved}
+    # the LSTM beats the random transformer on parentheses only: the LSTM claim must fail
+    _write_table1_sources(results_tmp, acc)
+    metrics = table1.load_metrics()
+    lstm = (metrics.task == "parentheses") & (metrics.model == "trained LSTM")
+    metrics.loc[lstm, "accuracy"] = 1.0
+    metrics.loc[(metrics.task == "parentheses") & (metrics.model == "random transformer")
+                & (metrics.width == 64), "accuracy"] = 0.9
+    record = Claims(results_tmp / "07_table1", strict=False)
+    table1.check_claims(table1.table1(metrics), record)
+    held = {c.id: c.holds for c in record.claims}
+    assert {f"random-solves-{t.replace(' ', '-')}" for t in table1.SOURCES} <= set(held)
+    assert held["random-solves-needle"] and not held["random-solves-parentheses"]
+    assert all(held[f"trained-solves-{t.replace(' ', '-')}"] for t in table1.SOURCES)
+    assert held["random-matches-lstm"] is False
+    assert held["width-16-fails"] is True
+
+
+def test_table1_checks_no_claim_on_a_row_cut_short_by_its_budget(results_tmp):
+    acc = {("random transformer", 64): [0.2, 0.2, 0.2], ("trained transformer", 64): [1.0] * 3}
+    cut = {(t, "random transformer", 64): "still improving" for t in table1.SOURCES}
+    _write_table1_sources(results_tmp, acc, budget=cut)
+    t = table1.table1(table1.load_metrics())
+    assert set(t.loc[t.model == "random transformer", "budget"]) == {"3 of 3 cut short"}
+    record = Claims(results_tmp / "07_table1", strict=True)
+    table1.check_claims(t, record)  # strict: a failing claim would raise; none is checked
+    assert not any(c.id.startswith("random-solves") for c in record.claims)
+    assert "†" in table1.wide_table1(t).loc[0].to_string() or "†" in table1.wide_table1(t).to_string()
+
+
+def test_budget_status_reads_the_training_loss():
+    steps = list(range(100, 1100, 100))
+    flat = pd.DataFrame({"step": steps, "train_loss": [2.0] * 5 + [0.7] * 5})
+    falling = pd.DataFrame({"step": steps, "train_loss": [2.0 - 0.15 * i for i in range(10)]})
+    near_zero = pd.DataFrame({"step": steps, "train_loss": [1.0] * 5 + [0.16, 0.10, 0.07, 0.06, 0.06]})
+    assert budget_status(flat) == "converged"
+    assert budget_status(falling) == "still improving"
+    assert budget_status(near_zero) == "converged"  # 0.13 -> 0.06: under 0.1 nats
+    assert budget_status(falling.iloc[:3]) == "unknown"
+    noisy = pd.DataFrame({"step": steps, "train_loss": [0.7] * 6 + [0.4, 0.3, 0.02, 0.01]})
+    assert budget_status(noisy) == "converged"  # ends below 0.05 nats: solved
 
 
 def test_needle_head_scores_against_a_hand_built_pattern():
@@ -187,3 +239,44 @@ def test_attention_patterns_are_causal_distributions():
     assert pat.shape == (2, 3, 4, task.n_ctx, task.n_ctx)
     torch.testing.assert_close(pat.sum(-1), torch.ones(2, 3, 4, task.n_ctx))
     assert pat.triu(1).abs().max() == 0
+
+
+def test_key_frequencies_of_an_embedding_made_of_two_circles():
+    from rt_lib.experiments.modular_addition import key_frequency_share
+    p, d = 31, 16
+    a = torch.arange(p, dtype=torch.float64)[:, None]
+    directions = torch.randn(4, d, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    W = (torch.cos(2 * torch.pi * 3 * a / p) * directions[0] + torch.sin(2 * torch.pi * 3 * a / p) * directions[1]
+         + torch.cos(2 * torch.pi * 7 * a / p) * directions[2] + torch.sin(2 * torch.pi * 7 * a / p) * directions[3])
+    freqs, share = key_frequency_share(W, top=2)
+    assert freqs == [3, 7] and share == pytest.approx(1.0)
+    noisy = W + torch.randn(p, d, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    assert key_frequency_share(noisy, top=2)[1] < 0.95
+
+
+def test_circle_table_has_pcs_1_3_and_the_best_pair_for_each_transformer(results_tmp):
+    from rt_lib.experiments.modular_addition import circle_table
+    params = ModularAdditionParams(p=7, widths=[8], steps=2, eval_every=1, warmup_steps=1,
+                                   models=["random transformer", "trained LSTM"], lstm_steps=None,
+                                   trained_steps=None)
+    table = circle_table(run(params, save_models=False))
+    assert set(table["model"]) == {"random transformer"}  # the LSTM has no such figure
+    assert table["pcs"].iloc[0] == "1/3" and table["best_pair"].tolist() == [False, True]
+    assert table["circularity"].between(0, 1).all()
+    assert table["circularity"].iloc[1] >= table["circularity"].iloc[0] - 1e-9 or table["pcs"].iloc[1] == "1/3"
+
+
+def test_matching_width_is_the_narrowest_random_width_at_the_trained_loss():
+    from rt_lib.experiments.tinystories import matching_width
+    table = pd.DataFrame({"random transformer": [3.9, 3.7, 3.5, 3.3],
+                          "trained transformer": [3.6, 3.4, 3.2, 3.0]}, index=[32, 64, 128, 256])
+    assert matching_width(table) == 128 and matching_width(table, 64) == 256
+    assert matching_width(table, 128) is None and matching_width(table, 16) is None
+
+
+def test_table1_compares_with_the_lstm_only_where_one_of_them_solves_the_task(results_tmp):
+    acc = {("random transformer", 64): [0.2] * 3, ("trained LSTM", 64): [0.21] * 3}
+    _write_table1_sources(results_tmp, acc)
+    record = Claims(results_tmp / "07_table1", strict=False)
+    table1.check_claims(table1.table1(table1.load_metrics()), record)
+    assert "random-matches-lstm" not in {c.id for c in record.claims}  # neither solves any task

@@ -85,19 +85,19 @@ def test_an_exploration_run_leaves_the_profile_byte_for_byte_and_reports_its_cla
     before = {name: _snapshot(results / name) for name in ("01_modular_addition", "07_table1")}
     manifest_before = (results / "manifest.json").read_bytes()
 
-    explored = _run_all(books, results, "--set", "p=61", "--set", "lr=0.01")
+    explored = _run_all(books, results, "--set", "p=61", "--set", "lr=0.02")
     # a claim that fails in an exploration run is reported, and the run finishes
     assert explored.returncode == 0, explored.stderr
     assert "claims: 0 of 2 hold, these do not:" in explored.stdout
-    assert "01_modular_addition+lr=0.01,p=61: p-is-59 (p = 61" in explored.stdout
+    assert "01_modular_addition+lr=0.02,p=61: p-is-59 (p = 61" in explored.stdout
     for name in ("01_modular_addition", "07_table1"):
         assert _snapshot(results / name) == before[name], name  # the profile's, untouched
-    mine = results / "01_modular_addition+lr=0.01,p=61"
-    assert pd.read_csv(mine / "metrics.csv").to_dict("list") == {"p": [61], "lr": [0.01]}
+    mine = results / "01_modular_addition+lr=0.02,p=61"
+    assert pd.read_csv(mine / "metrics.csv").to_dict("list") == {"p": [61], "lr": [0.02]}
     record = yaml.safe_load((mine / PARAMETERS_FILE).read_text())
-    assert record["changes"] == {"lr": 0.01, "p": 61} and record["parameters"]["p"] == 61
+    assert record["changes"] == {"lr": 0.02, "p": 61} and record["parameters"]["p"] == 61
     # 07 read the exploration's table, not the profile's, and is an exploration run itself
-    reader = results / "07_table1+lr=0.01,p=61"
+    reader = results / "07_table1+lr=0.02,p=61"
     assert pd.read_csv(reader / "table1.csv")["p"].tolist() == [61]
     assert yaml.safe_load((reader / PARAMETERS_FILE).read_text())["reads"][
         "01_modular_addition"] == mine.name
@@ -107,7 +107,7 @@ def test_an_exploration_run_leaves_the_profile_byte_for_byte_and_reports_its_cla
     again = _run_all(books, results)  # the profile is still up to date: nothing reruns
     assert again.returncode == 0 and again.stdout.count("is up to date") == 2, again.stdout
     listing = _run_all(books, results, "--list")
-    assert "01_modular_addition+lr=0.01,p=61" in listing.stdout and "exploration" in listing.stdout
+    assert "01_modular_addition+lr=0.02,p=61" in listing.stdout and "exploration" in listing.stdout
 
 
 def test_a_failing_claim_fails_a_profile_run(books, tmp_path):

@@ -84,6 +84,6 @@ def test_subspace_reads_a_saved_model_with_its_task(results_tmp):
 
 def test_subspace_parameters_are_checked():
     with pytest.raises(ValueError, match="tasks"):
-        SubspaceParams(tasks=["decimal addition"])
+        SubspaceParams(tasks=["sorting"])
     with pytest.raises(ValueError, match="models"):
         SubspaceParams(models=["trained LSTM"])

@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 import rt_lib.model
 from rt_lib.fast_paths import shared_prefixes
@@ -307,3 +308,20 @@ def test_batch_dropout_shares_one_mask_over_the_batch():
         assert torch.equal(logits, logits[:1].expand_as(logits)) is same, mask
     with pytest.raises(ValueError, match="dropout_at='residual'"):
         miiii_config(37, dropout_mask="batch", dropout_at="gpt2")
+
+
+def test_lstm_init_is_pytorchs_default_as_in_the_authors_code():
+    """experiment_stream.py builds nn.Embedding (N(0, 1)) and nn.Linear(d, v) (U(+-1/sqrt(d)) for
+    weight and bias); compared with those modules drawn here."""
+    cfg = LSTMConfig(d_vocab=500, d_model=64, d_vocab_out=300)
+    model = build_model(cfg, 0)
+    assert model.W_E.std().item() == pytest.approx(nn.Embedding(500, 64).weight.std().item(), rel=0.05)
+    bound = 1 / 64**0.5
+    for p in (model.W_U, model.b_U):
+        assert p.abs().max() <= bound and p.abs().max() > 0.95 * bound
+    linear = nn.Linear(64, 300)
+    assert model.W_U.std().item() == pytest.approx(linear.weight.std().item(), rel=0.05)
+    small = build_model(LSTMConfig(d_vocab=500, d_model=64, init="small"), 0)
+    assert small.W_E.std().item() == pytest.approx(0.02, rel=0.05) and (small.b_U == 0).all()
+    with pytest.raises(ValueError, match="init"):
+        LSTMConfig(d_vocab=5, init="xavier")

@@ -92,6 +92,25 @@ def test_claims_are_written_as_checked_and_fail_only_a_profile_run(tmp_path):
     assert (held, failed) == (1, 2) and lines[0].startswith("profile: b (y = 3")
 
 
+def test_a_claim_declared_not_shown_at_this_scale_is_recorded_and_does_not_fail(tmp_path, capsys):
+    (tmp_path / "cpu").mkdir()
+    record = Claims(tmp_path / "cpu", strict=True,
+                    not_shown={"wide": "measured 0.5 at width 256; expected at width 1024",
+                               "also": "measured"})
+    record.check("wide", "paper §3", "solves", "0.5", False, scale="width 1024")
+    record.check("also", "paper §3", "solves", "1.0", True)
+    record.done()  # the declared claim is reported, not raised; the one that holds is noted
+    out = capsys.readouterr().out
+    assert "[NOT SHOWN AT THIS SCALE] wide" in out and "also was declared not to show" in out
+    table = pd.read_csv(tmp_path / "cpu" / "claims.csv")
+    assert table["expected"].tolist() == [False, False]
+    held, failed, lines = summary({"cpu": tmp_path / "cpu"})
+    assert (held, failed) == (1, 1) and "not shown at this scale, expected at width 1024" in lines[0]
+    record.check("other", "paper §4", "x", "y", False)  # not declared: fails as before
+    with pytest.raises(ClaimsFailed, match="other"):
+        record.done()
+
+
 def _parameters_cell(path):
     return runner.default_parameters(path)
 

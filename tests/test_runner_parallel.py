@@ -6,24 +6,23 @@ import pytest
 from rt_lib import runner
 
 
-def test_chains_join_notebooks_that_read_each_other():
-    names = list(runner.available_notebooks())
-    chains = runner.chains(names)
-    as_sets = sorted(sorted(c) for c in chains)
-    # Written out by hand from what each notebook reads: 07 reads 01-04's restarts, 09 reads the
-    # checkpoints of 01, 02, 05, 08, and 12, 13, 15 read 11's runs.
-    expected = sorted(sorted(c) for c in [
-        ["01_modular_addition", "02_needle_in_a_haystack", "03_decimal_addition",
-         "04_parentheses", "05_memorisation", "07_table1", "08_tinystories", "09_subspace"],
-        ["11_miiii_training", "12_miiii_embeddings", "13_miiii_neurons", "15_random_miiii"],
-        ["06_embedding_ablations"], ["10_circuit_imitation"], ["14_miiii_search"]])
-    assert as_sets == expected
-    for chain in chains:  # each chain in an order that runs what is read first
-        for i, name in enumerate(chain):
-            assert runner.needs().get(name, frozenset()) & set(chain) <= set(chain[:i])
-    cost = [sum(runner.recorded_seconds(runner.available_notebooks()[n]) for n in c)
-            for c in chains]
-    assert cost == sorted(cost, reverse=True)
+def test_the_test_run_hands_out_each_notebook_after_those_it_reads():
+    """The dispatch order of ./run_all.sh and of the parallel test run (conftest.py): every
+    notebook ranks after the notebooks it reads (a reader's critical path is part of theirs);
+    the reads are the experiments' own declarations (07 reads 01-04, 09 reads 01-05 and 08,
+    12, 13 and 15 read 11)."""
+    deps, order = runner.schedule(list(runner.available_notebooks()))
+    rank = {n: i for i, n in enumerate(order)}
+    assert deps["07_table1"] == {"01_modular_addition", "02_needle_in_a_haystack",
+                                 "03_decimal_addition", "04_parentheses"}
+    assert deps["09_subspace"] == {"01_modular_addition", "02_needle_in_a_haystack",
+                                   "03_decimal_addition", "04_parentheses", "05_memorisation",
+                                   "08_tinystories"}
+    assert {n for n, d in deps.items() if "11_miiii_training" in d} == {
+        "12_miiii_embeddings", "13_miiii_neurons", "15_random_miiii"}
+    for name, reads in deps.items():
+        assert all(rank[r] < rank[name] for r in reads), name
+    assert sorted(order) == sorted(runner.available_notebooks())
 
 
 def _notebook(path, code):
@@ -98,3 +97,62 @@ def test_default_jobs_divides_cores_by_threads(monkeypatch):
     monkeypatch.setattr(runner.os, "sched_getaffinity", lambda _: set(range(64)), raising=False)
     monkeypatch.setenv("RT_THREADS", "1")
     assert runner.default_jobs() == 4
+
+
+class _Node:
+    """A stand-in for an xdist worker: records what it is sent, runs it when asked."""
+
+    def __init__(self, name):
+        self.gateway = type("Gateway", (), {"id": name})()
+        self.shutting_down = False
+        self.queue: list[int] = []
+
+    def send_runtest_some(self, indices):
+        self.queue.extend(indices)
+
+    def shutdown(self):
+        self.shutting_down = True
+
+
+def test_the_test_scheduler_starts_a_reader_only_after_what_it_reads_and_uses_both_workers():
+    """conftest's NotebookScheduling driven by hand, as xdist would: two workers, every notebook
+    of the project and two test modules; a step runs one item per busy worker.  The notebooks
+    that others read get far more cells than the rest, so their readers come up for a free
+    worker while they still run."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("root_conftest", Path(runner.__file__).parents[1] / "conftest.py")
+    root = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(root)
+    option = type("Option", (), {"loadscopereorder": False})()  # run_tests.sh: --no-loadscope-reorder
+    config = type("Config", (), {"getvalue": lambda self, key: ["2*popen"], "option": option})()
+    sched = root.pytest_xdist_make_scheduler(config, None)
+    books = list(runner.available_notebooks())
+    deps, order = runner.schedule(books)
+    read = set().union(*deps.values())
+    cells = {b: 300 if b in read else 3 for b in books}
+    collection = [f"notebooks/{b}.ipynb::Cell {c}" for b in order for c in range(cells[b])]
+    collection += ["tests/test_a.py::test_1", "tests/test_b.py::test_1"]
+    nodes = [_Node("gw0"), _Node("gw1")]
+    for node in nodes:
+        sched.add_node(node)
+    for node in nodes:
+        sched.add_node_collection(node, collection)
+    sched.schedule()
+    started, finished, users = {}, set(), set()
+    for tick in range(10_000):
+        busy = [n for n in nodes if n.queue]
+        if not busy:
+            break
+        for node in busy:
+            nodeid = collection[node.queue.pop(0)]
+            book = nodeid.split("::")[0].removeprefix("notebooks/").removesuffix(".ipynb")
+            started.setdefault(book, tick)
+            users.add(node.gateway.id)
+            assert all(d in finished for d in deps.get(book, ())), (book, "started early")
+            sched.mark_test_complete(node, collection.index(nodeid))
+            if nodeid.endswith(f"Cell {cells.get(book, 0) - 1}"):
+                finished.add(book)
+    assert finished == set(books) and sched.tests_finished
+    assert users == {"gw0", "gw1"}

@@ -10,7 +10,7 @@ from rt_lib.experiments.common import model_config
 from rt_lib.model import build_model, count_params
 from rt_lib.tasks import IGNORE, DecimalAddition, NeedleInAHaystack, Parentheses, memorisation
 from rt_lib.tasks import dyck
-from rt_lib.tasks.decimal import EQUALS, OUT_OFFSET, PLUS, STOP
+from rt_lib.tasks.decimal import EQUALS, OUT_OFFSET, PAD, PLUS, STOP
 from rt_lib.tasks.dyck import random_dyck_steps
 from rt_lib.tasks.needle import MARKER_OFFSET, MAX_KEYS, QUERY_OFFSET
 
@@ -170,7 +170,8 @@ def test_decimal_scores_every_sum_digit_and_the_stop_token():
 def test_decimal_metrics_with_and_without_the_first_digit():
     task = DecimalAddition(n_digits=3, n_test=20)
     x, y = task.get_batch(0, 64, seed=0)
-    logits = torch.nn.functional.one_hot(y.clamp(min=0), task.d_vocab_out).float() * 10
+    # right everywhere, the padding included (the authors' mask scores a pad after the stop)
+    logits = torch.nn.functional.one_hot(y.masked_fill(y == IGNORE, PAD), task.d_vocab_out).float() * 10
     logits[:, task.first_out] = 0.0
     logits[:, task.first_out, 0] = 10.0  # every first sum digit wrong, the rest right
     s = task.scores(logits, y)
@@ -187,6 +188,9 @@ def test_decimal_authors_mask_drops_the_first_digit_from_the_loss():
     logits = torch.randn(*y.shape, full.d_vocab_out)
     masked = y.clone()
     masked[:, full.first_out] = IGNORE
+    after_stop = torch.zeros_like(y, dtype=torch.bool)
+    after_stop[:, 1:] = y[:, :-1] == STOP
+    masked[after_stop] = PAD  # and the pad after a stop token that is not the last input
     torch.testing.assert_close(authors.loss(logits, y), full.loss(logits, masked))
     assert not torch.allclose(full.loss(logits, y), full.loss(logits, masked))
 
@@ -243,7 +247,7 @@ def test_parentheses_bad_parameters(max_pairs):
 
 def test_memorisation_covers_every_pair_once_with_uniform_labels():
     n = 16
-    task = memorisation(n, label_seed=0)
+    task = memorisation(n, label_seed=0, layout="equals")
     x, z = task.train
     assert {(a, b - n) for a, b, _ in x.tolist()} == {(a, b) for a in range(n) for b in range(n)}
     assert (x[:, 2] == 2 * n).all() and len(x) == n * n
@@ -260,8 +264,9 @@ def test_memorisation_labels_depend_on_label_seed_only():
     assert not torch.equal(memorisation(8, 3).train[1], memorisation(8, 4).train[1])
 
 
-def test_memorisation_model_has_the_authors_parameter_counts():
-    task = memorisation(512)
+@pytest.mark.parametrize("layout", ["authors", "equals"])
+def test_memorisation_model_has_the_authors_parameter_counts(layout):
+    task = memorisation(512, layout=layout)
     random_model = build_model(model_config("random transformer", task, 128, 2, 4), 0)
     trained = build_model(model_config("trained transformer", task, 128, 2, 4), 0)
     assert count_params(random_model) == 262_784  # SPEC A, Table 3
@@ -283,3 +288,86 @@ def test_parentheses_min_pairs_bounds_every_string():
     assert (lengths[balanced] >= 10).all()  # a balanced string has at least min_pairs pairs
     with pytest.raises(ValueError, match="min_pairs"):
         Parentheses(max_pairs=4, min_pairs=5)
+
+
+# --- the authors' variants (issue 17) ----------------------------------------------------------
+
+def test_decimal_authors_mask_is_the_inputs_that_are_sum_digits_or_stop():
+    """task_additionstream.py scores position i when input token i is a sum digit or the stop
+    token; rebuilt here from the tokens and targets as one full sequence, row by row."""
+    task = DecimalAddition(n_digits=3, n_test=20)
+    x, y = task.get_batch(0, 300, seed=0)
+    mask = task.authors_mask(y)
+    for tok, tgt, m in zip(x.tolist(), y.tolist(), mask.tolist()):
+        seq = tok + [tgt[-1] if tgt[-1] != IGNORE else PAD]  # the full sequence
+        expected = [i for i in range(len(tok)) if seq[i] >= OUT_OFFSET]
+        assert [i for i, on in enumerate(m) if on] == expected
+        carry = len([t for t in tgt if t != IGNORE]) == 5  # 4 sum digits and stop
+        assert sum(m) == 4  # n + 1 scored tokens whether or not the sum has a final carry
+        assert (seq[expected[-1]] == STOP) != carry  # no carry: the pad after stop is scored
+
+
+def test_decimal_authors_accuracy_and_loss_score_the_pad_after_stop():
+    task = DecimalAddition(n_digits=3, n_test=20, score_first_digit=False)
+    x, y = task.get_batch(0, 64, seed=0)
+    no_carry = (y == STOP).any(-1) & ((y == STOP).long().argmax(-1) < task.n_ctx - 1)
+    logits = torch.nn.functional.one_hot(y.clamp(min=0), task.d_vocab_out).float() * 10
+    s = task.scores(logits, y)  # every scored token right, the pad after stop predicted as 0
+    assert torch.equal(s["acc_authors"] < 1, no_carry) and (s["exact"] == 1).all()
+    assert no_carry.any() and (~no_carry).any()
+    logits[..., PAD] = torch.where(y == IGNORE, 20.0, 0.0)  # now the pad after stop is right too
+    assert (task.scores(logits, y)["acc_authors"] == 1).all()
+    assert task.loss(logits, y) < 1e-3
+
+
+def test_decimal_chance_floor_counts_guessed_digits_and_free_tokens():
+    task = DecimalAddition(n_digits=3, n_test=2000)
+    _, y = task.test
+    n = (y != IGNORE).sum(-1).float()  # 4 without a final carry, 5 with one
+    expected = ((3 * 0.1 + (n - 3)) / n).mean().item()
+    floor = task.chance_floor()
+    assert floor["acc"] == pytest.approx(expected) and 0.35 < floor["acc"] < 0.45
+    assert floor["exact"] == pytest.approx(1e-3)
+
+
+def test_authors_dyck_generator_right_pads_and_labels_by_a_depth_counter():
+    task = Parentheses(max_pairs=8, n_test=20, generator="authors")
+    assert not task.last_only
+    x, y = task.get_batch(0, 2000, seed=0)
+    answer, where = task.answers(x, y)
+    assert (x[torch.arange(len(x)), where] == dyck.ASK).all()
+    assert ((y != IGNORE).sum(-1) == 1).all() and (y[torch.arange(len(y)), where] == answer).all()
+    assert answer.tolist() == [2 if b else 1 for b in balanced_reference(x)]
+    assert (x[:, 0] != dyck.PAD).all()  # right padding: every string starts at position 0
+    frac = sum(balanced_reference(x)) / len(x)
+    assert 0.40 < frac < 0.60
+
+
+def test_authors_dyck_generator_favours_nesting():
+    import random
+    rng = random.Random(0)
+    strings = [dyck.authors_string(rng, 2, 10) for _ in range(20_000)]
+    assert all(set(s) <= {"(", ")"} and 3 <= len(s) <= 20 for s in strings)
+    rng = random.Random(1)
+    nested = Counter(dyck._nested(rng, 3) for _ in range(5000))
+    # wrap with prob 1/2, else split 1+2 or 2+1: probabilities worked by hand (uniform: 1/5 each)
+    expected = {"((()))": 1 / 4, "(()())": 1 / 4, "()()()": 1 / 4, "()(())": 1 / 8, "(())()": 1 / 8}
+    assert set(nested) == set(expected)
+    assert all(abs(nested[w] / 5000 - p) < 0.02 for w, p in expected.items())
+
+
+def test_memorisation_authors_layout_reads_the_label_at_y():
+    task = memorisation(16, label_seed=0, layout="authors")
+    x, z = task.train
+    assert x.shape == (256, 2) and task.d_vocab == task.d_vocab_out == 32 and task.last_only
+    assert {(a, b - 16) for a, b in x.tolist()} == {(a, b) for a in range(16) for b in range(16)}
+    other = memorisation(16, label_seed=0, layout="equals")
+    assert torch.equal(other.train[1], z) and other.d_vocab == 33 and (other.train[0][:, 2] == 32).all()
+
+
+def test_bits_net_of_chance():
+    from rt_lib.tasks import bits_memorised, bits_net_of_chance
+    task = memorisation(16)
+    assert bits_net_of_chance(1 / 16, task) == 0 and bits_net_of_chance(0.01, task) == 0
+    assert bits_net_of_chance(1.0, task) == pytest.approx(task.bits) == bits_memorised(1.0, task)
+    assert bits_net_of_chance(0.5, task) == pytest.approx((0.5 - 1 / 16) / (15 / 16) * 256 * 4)

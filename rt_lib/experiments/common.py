@@ -75,6 +75,7 @@ class GridParams(Params):
     lstm_lr: float = 5e-3  # the paper's LSTM learning rate (SPEC A)
     lstm_steps: int | None = None  # None = same as steps
     trained_steps: int | None = None  # steps of the fully trained transformer; None = steps
+    trained_lr: float | None = None  # lr of the fully trained transformer; None = lr
     weight_decay: float = 1e-3  # SPEC A, matrices only
     warmup_steps: int = 500  # SPEC A
     eval_every: int = 100
@@ -120,10 +121,15 @@ class GridParams(Params):
 
     def kind_overrides(self) -> dict[str, dict]:
         """Training changes per model kind: the LSTM's lr and steps, the trained transformer's
-        steps (CPU profiles cap the baselines, which are slower per step)."""
+        lr and steps (each kind's recipe; a fair table gives every kind the same steps)."""
         out = {"trained LSTM": self.lstm_overrides(), "random LSTM": self.lstm_overrides()}
+        trained: dict[str, Any] = {}
         if self.trained_steps is not None:
-            out["trained transformer"] = {"steps": self.trained_steps}
+            trained["steps"] = self.trained_steps
+        if self.trained_lr is not None:
+            trained["lr"] = self.trained_lr
+        if trained:
+            out["trained transformer"] = trained
         return out
 
     def transformer_overrides(self) -> dict[str, Any]:
@@ -212,7 +218,8 @@ def train_grid(task: Task, params: GridParams, checkpoint_dir: str | None = None
                        if c not in ("step", "lr", "time_s")},  # train_loss and every eval metric
                     "trainable_params": count_params(model),
                     "total_params": count_params(model, trainable_only=False),
-                    "steps": res.steps_done, "wall_time_s": res.wall_time_s,
+                    "steps": res.steps_done, "budget": budget_status(res.history),
+                    "wall_time_s": res.wall_time_s,
                 })
                 if checkpoint_dir is not None:
                     slug = kind.replace(" ", "_")
@@ -222,6 +229,26 @@ def train_grid(task: Task, params: GridParams, checkpoint_dir: str | None = None
                         f"{checkpoint_dir}/{slug}_d{width}_r{restart}.pt")
     result.metrics = pd.DataFrame(rows)
     return result
+
+
+def budget_status(history: pd.DataFrame, tail: float = 0.25, tolerance: float = 0.1,
+                  floor: float = 0.1, solved: float = 0.05) -> str:
+    """Whether a run had finished learning when its step budget ran out, read from its training
+    loss alone (never a test metric): "converged" when the training loss ends below ``solved``
+    nats, or changed over the last ``tail`` of the run by less than ``tolerance`` of its value or
+    by less than ``floor`` nats (a plateau, however high, is where the budget left it; a loss near
+    zero that keeps shrinking no longer moves an accuracy), else "still improving" (the run was cut
+    short: more steps would change its number).  The loss is averaged over the last two
+    evaluations at each end, each being one batch's loss."""
+    loss = history["train_loss"].to_numpy()
+    steps = history["step"].to_numpy()
+    before = loss[steps <= steps[-1] * (1 - tail)][-2:] if len(loss) >= 4 else loss[:0]
+    if not len(before):
+        return "unknown"
+    end = loss[-2:].mean()
+    drop = before.mean() - end
+    return ("converged" if end < solved or drop < max(tolerance * before.mean(), floor)
+            else "still improving")
 
 
 def load_checkpoint(path: str) -> nn.Module:

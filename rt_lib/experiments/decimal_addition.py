@@ -24,12 +24,14 @@ class DecimalParams(GridParams):
     score_first_digit: bool = True
     n_test: int = 1000
     test_seed: int = 0
-    widths: tuple[int, ...] = (512,)
-    steps: int = 800
-    trained_steps: int | None = 150
-    lstm_steps: int | None = 300
+    # The random transformer adds at width 512, not 256 or 128 (notebook 03 gives the search);
+    # three restarts of three models at 512 do not fit the profile's time: 128 is the CPU width.
+    widths: tuple[int, ...] = (16, 128)
+    restarts: int = 3
+    steps: int = 1000
     batch_size: int | None = 64
     lr: float = 1e-2
+    trained_lr: float | None = 1e-3  # the paper's lr for the fully trained transformer
     warmup_steps: int = 100
     eval_every: int = 100
 
@@ -38,7 +40,14 @@ class DecimalParams(GridParams):
                                test_seed=self.test_seed, score_first_digit=self.score_first_digit)
 
 
-EXPERIMENT = Experiment(NAME, DecimalParams, title="decimal addition (Table 1)")
+EXPERIMENT = Experiment(
+    NAME, DecimalParams, title="decimal addition (Table 1)",
+    not_shown_on_cpu={
+        "random-solves-decimal-addition": (
+            "the random transformer adds at width 512 (one restart: 0.962 exact match after 800 "
+            "steps of batch 64; three: 0.605-0.719 after 600 of batch 32), not at 256 or 128 "
+            "(0.44 and 0.42 per token after 1,000 steps, exact near 0); three restarts of three "
+            "models at 512 take about 45 minutes here (notebook 03)")})
 
 
 def run(params: DecimalParams, save_models: bool = True) -> GridResult:

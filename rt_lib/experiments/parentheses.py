@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import pandas as pd
 import torch
@@ -24,23 +25,26 @@ class ParenthesesParams(GridParams):
     min_pairs: int = 6
     n_test: int = 1000
     test_seed: int = 0
-    widths: tuple[int, ...] = (256,)
+    widths: tuple[int, ...] = (16, 256)
+    restarts: int = 3
     steps: int = 800
-    trained_steps: int | None = 400
-    lstm_steps: int | None = 400
     batch_size: int | None = 64
     lr: float = 1e-2
+    trained_lr: float | None = 1e-3  # the paper's lr for the fully trained transformer
     warmup_steps: int = 100
     eval_every: int = 100
+    # "uniform": uniform Dyck words, left padding; "authors": their recursive generator (favours
+    # nesting), right padding (rt_lib/tasks/dyck.py says what differs)
+    generator: Literal["uniform", "authors"] = "uniform"
 
     def task(self) -> Parentheses:
         return Parentheses(max_pairs=self.max_pairs, min_pairs=self.min_pairs, n_test=self.n_test,
-                           test_seed=self.test_seed)
+                           test_seed=self.test_seed, generator=self.generator)
 
 
 def majority_baseline(task: Parentheses) -> float:
     """Accuracy of always answering the test set's more common label (~52 %, SPEC A)."""
-    _, y = task.test
+    y, _ = task.answers(*task.test)
     return (y == y.mode().values).float().mean().item()
 
 
@@ -54,9 +58,11 @@ def run(params: ParenthesesParams, save_models: bool = True) -> GridResult:
 @torch.no_grad()
 def accuracy_by_length(model: nn.Module, task: Parentheses, bins: int = 6) -> pd.DataFrame:
     """Test accuracy per string-length bin, split by the true answer (balanced or not)."""
-    x, y = task.test
+    x, _ = task.test
+    y, where = task.answers(*task.test)
     model.eval()
-    right = (model(x, last_only=True).argmax(-1) == y).float()
+    logits = model(x, last_only=True) if task.last_only else model(x)[torch.arange(len(x)), where]
+    right = (logits.argmax(-1) == y).float()
     pos = (x != PAD).sum(-1) - 1  # string length: the tokens before '?'
     balanced = y == CLOSE
     edges = torch.linspace(0, task.max_len, bins + 1).round().long()

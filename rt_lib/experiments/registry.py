@@ -73,6 +73,9 @@ class Experiment:
     params: type[Params]  # its parameters; the class defaults are the CPU profile
     reads: tuple[str, ...] = ()  # notebooks whose results it reads: it runs after them
     title: str = field(default="", compare=False)  # one line for listings
+    # Claims measured not to show at the CPU profile's scale: {claim id: the measurement and the
+    # scale that shows it}.  Recorded and reported there, never failing its run (rt_lib.claims).
+    not_shown_on_cpu: dict[str, str] = field(default_factory=dict, compare=False)
 
     def profile_config(self, profile: str) -> dict[str, Any]:
         """The values ``profile`` injects ({} for the CPU profile)."""
@@ -112,7 +115,9 @@ class Experiment:
                       "parameters": params.as_plain()}
             atomic_write_text(out / PARAMETERS_FILE, yaml.safe_dump(record, sort_keys=False))
             print(f"exploration run: results in {out} (the profile's stay as they were)")
-        return params, out, Claims(out, strict=not exploring)
+        on_cpu = current_profile() == DEFAULT_PROFILE
+        return params, out, Claims(out, strict=not exploring,
+                                   not_shown=self.not_shown_on_cpu if on_cpu else None)
 
 
 @cache
@@ -143,7 +148,7 @@ def runs(root: Path | None = None) -> list[dict[str, Any]]:
         if (folder / PARAMETERS_FILE).exists():
             record = yaml.safe_load((folder / PARAMETERS_FILE).read_text()) or {}
         table = claims.read(folder)
-        held = None if table is None else int((table["holds"].astype(str) == "True").sum())
+        held = None if table is None else int(claims.flag(table, "holds", False).sum())
         out.append({"folder": folder.name, "exploration": "+" in folder.name,
                     "changes": record.get("changes", {}),
                     "claims": None if table is None else f"{held}/{len(table)}"})

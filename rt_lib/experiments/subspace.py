@@ -2,14 +2,19 @@
 
 How much of the variance of the hidden states lies along their top-10 principal components,
 and how much along their top-10 coordinates ("neurons"), in random and fully trained
-transformers, for modular addition, needle-in-a-haystack, memorisation and language.  The paper's
-reading: a random transformer's computation happens in a low-dimensional subspace of its
-residual stream that the trained embeddings select.
+transformers.  What the paper's tables compare: for each task, the random transformer against
+the fully trained one of the same width, top-10 PCs against top-10 neurons.  Table 4:
+memorisation (width 128); Table 5: language (4 layers, width 512); Table 7: needle-in-a-haystack,
+decimal addition and parentheses (width 512).  The paper's reading: the random transformer's
+states are the more concentrated (a larger top-10 PC share than the trained model's): its
+computation happens in a low-dimensional subspace that the trained embeddings select.
+Modular addition is measured here too (the paper shows its circle instead, Figure 3).
 
-Models come from the checkpoints notebooks 01, 02, 05 and 08 save under ``results/`` (the
-widest width, restart 0); where none exists, a small one is trained here with that notebook's
-own settings at a smaller width and step count.  One function, :func:`~rt_lib.analysis.
-explained_variance`, computes the statistic for every model.
+Models come from the checkpoints notebooks 01-05 and 08 save under ``results/`` (the widest
+width, restart 0); where none exists, a small one is trained here with that notebook's own
+settings at a smaller width and step count.  One function, :func:`~rt_lib.analysis.
+explained_variance`, computes the statistic for every model, and :func:`~rt_lib.analysis.
+isotropic_baseline` what states without any preferred direction would give at the same size.
 """
 
 from __future__ import annotations
@@ -22,11 +27,13 @@ import pandas as pd
 import torch
 from torch import nn
 
-from rt_lib.analysis import explained_variance, hidden_states
+from rt_lib.analysis import explained_variance, hidden_states, isotropic_baseline
 from rt_lib.experiments.common import GridParams, load_checkpoint, train_grid
+from rt_lib.experiments.decimal_addition import DecimalParams
 from rt_lib.experiments.memorisation import MemorisationParams
 from rt_lib.experiments.modular_addition import ModularAdditionParams
 from rt_lib.experiments.needle import NeedleParams
+from rt_lib.experiments.parentheses import ParenthesesParams
 from rt_lib.experiments.registry import Experiment
 from rt_lib.experiments.tinystories import TinyStoriesParams
 from rt_lib.io import load_torch, results_dir, results_root
@@ -38,10 +45,12 @@ NAME = "09_subspace"
 
 #: task -> (notebook that trains its models, its parameters, the paper's table)
 SOURCES: dict[str, tuple[str, type[GridParams], str]] = {
-    "modular addition": ("01_modular_addition", ModularAdditionParams, "Table 4"),
-    "needle-in-a-haystack": ("02_needle_in_a_haystack", NeedleParams, "Table 4"),
-    "memorisation": ("05_memorisation", MemorisationParams, "Table 5"),
-    "language": ("08_tinystories", TinyStoriesParams, "Table 7"),
+    "modular addition": ("01_modular_addition", ModularAdditionParams, "not tabulated (Fig. 3)"),
+    "needle-in-a-haystack": ("02_needle_in_a_haystack", NeedleParams, "Table 7"),
+    "decimal addition": ("03_decimal_addition", DecimalParams, "Table 7"),
+    "parentheses": ("04_parentheses", ParenthesesParams, "Table 7"),
+    "memorisation": ("05_memorisation", MemorisationParams, "Table 4"),
+    "language": ("08_tinystories", TinyStoriesParams, "Table 5"),
 }
 KINDS = ("random transformer", "trained transformer")
 
@@ -72,8 +81,22 @@ class SubspaceParams(Params):
         check_positive_ints("fallback_steps", [self.fallback_steps])
 
 
-EXPERIMENT = Experiment(NAME, SubspaceParams, reads=tuple(nb for nb, *_ in SOURCES.values()),
-                        title="hidden-state variance on PCs and neurons (Tables 4, 5, 7)")
+_TRAINED_MORE = ("at the CPU widths the fully trained model's last-layer states are the more "
+                 "concentrated (top-10 PC share {}; notebook 09, concentration.csv); the paper "
+                 "measures width 512")
+EXPERIMENT = Experiment(
+    NAME, SubspaceParams, reads=tuple(nb for nb, *_ in SOURCES.values()),
+    title="hidden-state variance on PCs and neurons (Tables 4, 5, 7)",
+    not_shown_on_cpu={
+        "random-more-concentrated-needle-in-a-haystack": _TRAINED_MORE.format(
+            "random 0.82, trained 0.98 at width 256"),
+        "random-more-concentrated-decimal-addition": _TRAINED_MORE.format(
+            "random 0.81, trained 1.00 at width 128"),
+        "random-more-concentrated-parentheses": _TRAINED_MORE.format(
+            "random 0.98, trained 1.00 at width 256"),
+        "random-more-concentrated-language": _TRAINED_MORE.format(
+            "random 0.49, trained 0.69 at width 128, 400 steps"),
+    })
 
 
 def find_checkpoint(notebook: str, kind: str) -> Path | None:
@@ -99,8 +122,8 @@ def load_or_train(task_name: str, kind: str, params: SubspaceParams) -> tuple[nn
         state = load_torch(path)
         return load_checkpoint(str(path)), state["params"].task(), str(path.relative_to(results_root()))
     small = replace(params_cls(), models=(kind,), widths=(params.fallback_width,), restarts=1,
-                    steps=params.fallback_steps, trained_steps=None, seed=params.seed,
-                    threads=params.threads)
+                    steps=params.fallback_steps, trained_steps=None, trained_lr=None,
+                    seed=params.seed, threads=params.threads)
     task = small.task()
     grid = train_grid(task, small)
     model = grid.models[(kind, params.fallback_width, 0)].eval()
@@ -128,6 +151,7 @@ def subspace_rows(model: nn.Module, task: Task, k: int, max_states: int,
             states = states[torch.randperm(len(states), generator=gen)[:max_states]]
         ev = explained_variance(states, k)
         rows.append({"layer": layer, "pcs": ev["pcs"], "neurons": ev["neurons"],
+                     "isotropic_pcs": isotropic_baseline(len(states), states.shape[1], k, seed),
                      "d_model": states.shape[1], "n_states": len(states)})
     return rows
 
@@ -143,6 +167,19 @@ def subspace_table(params: SubspaceParams) -> pd.DataFrame:
                 rows.append({"task": task_name, "paper": SOURCES[task_name][2], "model": kind,
                              "width": model.cfg.d_model, **row, "source": source})
     return pd.DataFrame(rows)
+
+
+def concentration(table: pd.DataFrame) -> pd.DataFrame:
+    """The paper's comparison per task at the last layer: the random and the trained model's
+    top-k PC shares, the isotropic baseline, and whether the random one is the more
+    concentrated."""
+    last = table.groupby(["task", "model"], sort=False).tail(1)
+    pcs = last.pivot_table(index=["task", "paper"], columns="model", values="pcs", sort=False)
+    iso = last.groupby(["task", "paper"], sort=False)["isotropic_pcs"].max()
+    out = pd.DataFrame({"random_pcs": pcs.get("random transformer"),
+                        "trained_pcs": pcs.get("trained transformer"), "isotropic_pcs": iso})
+    out["random_more_concentrated"] = out["random_pcs"] > out["trained_pcs"]
+    return out.round(3).reset_index()
 
 
 def summary(table: pd.DataFrame) -> pd.DataFrame:

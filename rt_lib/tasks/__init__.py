@@ -6,11 +6,11 @@ from rt_lib.tasks.decimal import DecimalAddition
 from rt_lib.tasks.dyck import Parentheses
 from rt_lib.tasks.imitation import CircuitImitation, imitation_target
 from rt_lib.tasks.language import LanguageModelling
-from rt_lib.tasks.memorisation import MemorisationTask, bits_memorised, memorisation
+from rt_lib.tasks.memorisation import MemorisationTask, bits_memorised, bits_net_of_chance, memorisation
 from rt_lib.tasks.needle import NeedleInAHaystack
 from rt_lib.primes import is_prime, primes_below
 
 __all__ = ["IGNORE", "Batch", "FiniteTask", "StreamTask", "NeedleInAHaystack", "DecimalAddition", "Parentheses",
            "CircuitImitation", "imitation_target", "LanguageModelling",
-           "MemorisationTask", "memorisation", "bits_memorised", "Task", "split_indices", "modular_addition",
+           "MemorisationTask", "memorisation", "bits_memorised", "bits_net_of_chance", "Task", "split_indices", "modular_addition",
            "is_prime", "primes_below"]

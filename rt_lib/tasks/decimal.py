@@ -74,22 +74,46 @@ class DecimalAddition(StreamTask):
         targets[~scored] = IGNORE
         return tokens, targets
 
+    def authors_mask(self, targets: Tensor) -> Tensor:
+        """[b, t] bool: the positions the authors' mask scores (``labels[:-1] >= 20`` in
+        task_additionstream.py: every position whose input is a sum digit or the stop token).
+        That skips the first sum digit (its input is '=') and adds the pad after the stop token
+        whenever the sum has no final carry (the stop token is then not the last input)."""
+        scored = targets != IGNORE
+        mask = scored.clone()
+        mask[:, self.first_out] = False
+        after_stop = torch.zeros_like(scored)
+        after_stop[:, 1:] = targets[:, :-1] == STOP
+        return mask | after_stop
+
     def loss(self, logits: Tensor, targets: Tensor) -> Tensor:
-        if not self.score_first_digit:  # the authors' mask: s_0 is never trained on
-            targets = targets.clone()
-            targets[:, self.first_out] = IGNORE
+        if not self.score_first_digit:  # the authors' mask: s_0 never, the pad after stop too
+            mask = self.authors_mask(targets)
+            targets = torch.where(mask, targets.masked_fill(targets == IGNORE, PAD), IGNORE)
         return super().loss(logits, targets)
 
     def scores(self, logits: Tensor, targets: Tensor) -> dict[str, Tensor]:
         """Per example: ``loss``; ``acc`` = fraction of output tokens right (every sum digit and
-        the stop token); ``acc_authors`` = the same without the first sum digit (the authors'
-        metric); ``exact`` = 1 when the whole sum and stop are right."""
+        the stop token); ``acc_authors`` = the fraction right under the authors' mask
+        (:meth:`authors_mask`); ``exact`` = 1 when the whole sum and stop are right."""
         out = super().scores(logits, targets)
         scored = targets != IGNORE
-        right = (logits.argmax(-1) == targets) & scored
-        first = torch.zeros_like(scored)
-        first[:, self.first_out] = True
-        later = scored & ~first
-        out["acc_authors"] = (right & later).sum(-1).float() / later.sum(-1).clamp(min=1)
+        predicted = logits.argmax(-1)
+        right = (predicted == targets) & scored
+        mask = self.authors_mask(targets)
+        right_authors = (predicted == targets.masked_fill(~scored, PAD)) & mask
+        out["acc_authors"] = right_authors.sum(-1).float() / mask.sum(-1).clamp(min=1)
         out["exact"] = (right.sum(-1) == scored.sum(-1)).float()
         return out
+
+    def chance_floor(self) -> dict[str, float]:
+        """What a model scores on the test set without adding: it gets the structure right (the
+        final carry digit, which the operands' leading digits nearly fix, and the stop token) and
+        guesses every other sum digit (1 in 10).  ``acc``: per-token accuracy of that model;
+        ``exact``: its exact-match accuracy (10^-n)."""
+        _, targets = self.test
+        scored = targets != IGNORE
+        n_scored = scored.sum(-1).float()
+        n_guessed = torch.full_like(n_scored, self.n_digits)
+        per_token = (n_guessed * 0.1 + (n_scored - n_guessed)) / n_scored
+        return {"acc": per_token.mean().item(), "exact": 0.1 ** self.n_digits}

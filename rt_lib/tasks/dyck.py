@@ -1,19 +1,29 @@
 """Parenthesis balancing, Dyck-1 (Zhong & Andreas §4.4; SPEC A task 4).
 
 A string of '(' and ')' followed by '?'; the answer is ')' if the string is balanced and '('
-otherwise.  The mix follows the authors: one third random strings of length 1..2·max_pairs, two
-thirds balanced strings of 1..max_pairs pairs (``min_pairs`` raises both lower bounds), half of which may then be mutated by runs of
-random swaps and/or flips.  About 52 % of the examples end up balanced (chance level).  The
-balanced strings are uniform over Dyck words of their length (the authors' recursive generator
-favours nesting); the mix of mutations follows their code.
+otherwise.  Two generators (``generator``), both with the authors' mix: one third random strings
+of length 1..2·max_pairs, two thirds balanced strings of 1..max_pairs pairs (``min_pairs`` raises
+both lower bounds), half of which may then be mutated by runs of random swaps and/or flips.
+
+- ``"uniform"`` (this companion's): balanced strings uniform over Dyck words of their length,
+  every swap applied, left padding so that '?' is always the last token.
+- ``"authors"`` (``task_dyckstream.py`` of fjzzq2002/random_transformers): their recursive
+  generator, which favours nesting; swaps of positions i >= j skipped (``if p >= q: continue``, so
+  about half of the swaps do nothing); the random strings also receive the mutations; right
+  padding, the answer read at the position of '?'.
+
+About half of the examples end up balanced (chance level, reported by the notebook).
 """
 
 from __future__ import annotations
 
+import random
+from typing import Literal
+
 import torch
 from torch import Tensor
 
-from rt_lib.tasks.base import Batch, StreamTask
+from rt_lib.tasks.base import IGNORE, Batch, StreamTask
 
 PAD, OPEN, CLOSE, ASK = 0, 1, 2, 3
 VOCAB = 4
@@ -59,22 +69,29 @@ def _geometric(n: int, gen: torch.Generator) -> Tensor:
     return (1 + torch.floor(torch.log2(1 / u))).long().clamp(max=30)
 
 
-class Parentheses(StreamTask):
-    """Strings are left-padded so that '?' is always the last token and the answer is read at
-    one fixed position.  (The authors right-pad; with right padding, a training stream that
-    never repeats a test string would never show '?' at the early positions of the shortest
-    strings, which a test set of thousands holds all of, and the answer position's embedding
-    there would stay untrained.)"""
+Generator = Literal["uniform", "authors"]
 
-    last_only = True  # the answer is read at the last position, after '?'
+
+class Parentheses(StreamTask):
+    """With ``generator="uniform"`` strings are left-padded so that '?' is always the last token
+    and the answer is read at one fixed position.  (The authors right-pad; with right padding, a
+    training stream that never repeats a test string would never show '?' at the early positions
+    of the shortest strings, which a test set of thousands holds all of, and the answer
+    position's embedding there would stay untrained.)  ``generator="authors"`` right-pads as
+    they do and scores the token after '?' wherever it is."""
 
     def __init__(self, max_pairs: int = 30, n_test: int = 4000, test_seed: int = 0,
-                 min_pairs: int = 1) -> None:
+                 min_pairs: int = 1, generator: Generator = "uniform") -> None:
+        if generator not in ("uniform", "authors"):
+            raise ValueError(f"generator must be 'uniform' or 'authors', got {generator!r}")
+        self.generator = generator
+        # uniform: the answer is read at the last position, after '?'; authors: wherever '?' is
+        self.last_only = generator == "uniform"
         if not isinstance(max_pairs, int) or max_pairs < 1:
             raise ValueError(f"max_pairs must be a positive integer, got {max_pairs!r}")
         if not isinstance(min_pairs, int) or not 1 <= min_pairs <= max_pairs:
             raise ValueError(f"min_pairs must be an integer in 1..max_pairs={max_pairs}, got {min_pairs!r}")
-        self.name = f"parentheses_{min_pairs}-{max_pairs}"
+        self.name = f"parentheses_{min_pairs}-{max_pairs}" + ("_authors" if generator == "authors" else "")
         self.max_pairs, self.min_pairs = max_pairs, min_pairs
         self.max_len = 2 * max_pairs  # random strings: length 1..60 in the paper
         self.d_vocab = self.d_vocab_out = VOCAB
@@ -82,6 +99,8 @@ class Parentheses(StreamTask):
         super().__init__(n_test, test_seed)
 
     def sample(self, n: int, gen: torch.Generator) -> Batch:
+        if self.generator == "authors":
+            return self._sample_authors(n, gen)
         L = self.max_len
         kind = torch.randint(0, 3, (n,), generator=gen)  # 0 random, 1 balanced, 2 mutated
         # Random strings: length 2 min_pairs - 1 .. L (1..60 in the paper), each '(' or ')'.
@@ -122,3 +141,70 @@ class Parentheses(StreamTask):
         tokens = right.gather(1, (torch.arange(self.n_ctx) - shift[:, None]) % self.n_ctx)
         targets = torch.where(is_balanced(steps, lengths), CLOSE, OPEN)  # [n]
         return tokens, targets
+
+    def answers(self, tokens: Tensor, targets: Tensor) -> tuple[Tensor, Tensor]:
+        """The answer [n] of each example and the position [n] it is read at (that of '?')."""
+        where = (tokens == ASK).long().argmax(-1)
+        if targets.ndim == 1:
+            return targets, where
+        return targets[torch.arange(len(targets)), where], where
+
+    def _sample_authors(self, n: int, gen: torch.Generator) -> Batch:
+        """The authors' generator, string by string (Python's ``random`` seeded from ``gen``)."""
+        rng = random.Random(int(torch.randint(0, 2**62, (1,), generator=gen)))
+        tokens = torch.full((n, self.n_ctx), PAD, dtype=torch.long)
+        targets = torch.full((n, self.n_ctx), IGNORE, dtype=torch.long)
+        for row in range(n):
+            string = authors_string(rng, self.min_pairs, self.max_pairs)
+            ids = [OPEN if c == "(" else CLOSE for c in string] + [ASK]
+            tokens[row, : len(ids)] = torch.tensor(ids)
+            steps = torch.tensor([[1 if c == "(" else -1 for c in string]])
+            balanced = bool(is_balanced(steps, torch.tensor([len(string)]))[0])
+            targets[row, len(string)] = CLOSE if balanced else OPEN  # read at '?'
+        return tokens, targets
+
+
+def _nested(rng: random.Random, pairs: int) -> str:
+    """The authors' recursive balanced string: wrap one of ``pairs - 1`` with prob 1/2, else
+    concatenate two of a uniform split (favours nesting over the uniform Dyck word)."""
+    if pairs == 0:
+        return ""
+    if pairs == 1:
+        return "()"
+    if rng.randint(0, 1):
+        return "(" + _nested(rng, pairs - 1) + ")"
+    u = rng.randint(1, pairs - 1)
+    return _nested(rng, u) + _nested(rng, pairs - u)
+
+
+def authors_string(rng: random.Random, min_pairs: int, max_pairs: int) -> str:
+    """One string of the authors' mix (task_dyckstream.py, with ``min_pairs`` as our lower
+    bound): mutation code U{0..3} for every string (bit 1 swaps, bit 2 flips), one third random
+    strings, two thirds balanced of which half are left unmutated; swaps of i >= j skipped."""
+    mutate = rng.randint(0, 3)
+    if rng.randint(0, 2) == 0:
+        length = rng.randint(2 * min_pairs - 1, 2 * max_pairs)
+        s = "".join(rng.choice("()") for _ in range(length))
+    else:
+        s = _nested(rng, rng.randint(min_pairs, max_pairs))
+        if rng.randint(0, 1):
+            mutate = 0
+    if mutate & 1:
+        runs = 1
+        while rng.randint(0, 1):
+            runs += 1
+        for _ in range(runs):
+            i, j = rng.randint(0, len(s) - 1), rng.randint(0, len(s) - 1)
+            if i >= j:
+                continue
+            s = s[:i] + s[j] + s[i + 1 : j] + s[i] + s[j + 1 :]
+    if mutate & 2:
+        runs = 1
+        while rng.randint(0, 1):
+            runs += 1
+        if rng.randint(0, 2):
+            runs *= 2
+        for _ in range(runs):
+            i = rng.randint(0, len(s) - 1)
+            s = s[:i] + (")" if s[i] == "(" else "(") + s[i + 1 :]
+    return s
