@@ -3,8 +3,9 @@
 # regression runs of every committed notebook (outputs compared after tests/nbval_sanitize.cfg).
 # Extra arguments go to pytest, e.g. ./run_tests.sh -k model
 # Tests run on RT_TEST_JOBS pytest-xdist workers (default: usable cores / RT_THREADS, at most 4),
-# each with one torch thread; conftest.py keeps each notebook, and notebooks that read each
-# other's results, on one worker in order.  RT_TEST_JOBS=0 runs everything in this process.
+# each with one torch thread; conftest.py keeps each notebook on one worker and hands out a
+# notebook only once those whose results it reads have finished.  RT_TEST_JOBS=0 runs everything
+# in this process.  A cell may take up to 30 minutes (04's training cell takes about 16 here).
 set -euo pipefail
 cd "$(dirname "$0")"
 ./scripts/setup.sh
@@ -16,5 +17,5 @@ export RT_RESULTS="${RT_RESULTS:-$(mktemp -d)/results}"
 jobs="${RT_TEST_JOBS:-$(.venv/bin/python -c 'from rt_lib.runner import default_jobs; print(default_jobs())')}"
 [ "$jobs" = 1 ] && jobs=0  # one worker: no need for xdist's extra process
 exec .venv/bin/python -m pytest tests notebooks --nbval --nbval-current-env \
-  --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 900 -p no:cacheprovider \
+  --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 1800 -p no:cacheprovider \
   -n "$jobs" --dist loadscope --no-loadscope-reorder "$@"
