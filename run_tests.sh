@@ -5,7 +5,8 @@
 # Tests run on RT_TEST_JOBS pytest-xdist workers (default: usable cores / RT_THREADS, at most 4),
 # each with one torch thread; conftest.py keeps each notebook on one worker and hands out a
 # notebook only once those whose results it reads have finished.  RT_TEST_JOBS=0 runs everything
-# in this process.  A cell may take up to 30 minutes (04's training cell takes about 16 here).
+# in this process.  A cell may take up to 30 minutes (the training cells of 01 and 04 are the
+# longest: the README has their times).
 set -euo pipefail
 cd "$(dirname "$0")"
 ./scripts/setup.sh
