@@ -20,8 +20,8 @@ from dataclasses import fields
 
 import yaml
 
-from rt_lib.analysis import best_circle_pcs, circularity, pca
 from rt_lib.experiments.common import train_grid
+from rt_lib.experiments.modular_addition import circle_table
 from rt_lib.experiments.registry import registry
 
 
@@ -54,13 +54,9 @@ def main(argv: list[str]) -> None:
               f" train_loss {row['train_loss']:.4f} steps {row['steps']} {row['budget']}"
               f" (train loss by tenths: {curve})")
     if experiment.name.startswith("01"):  # Figure 3: the circle on PCs 1 and 3, and the best pair
-        for (kind_, width, restart), model in result.models.items():
-            if hasattr(model, "W_pos"):
-                proj = pca(model.W_E).projected
-                on13, k13 = circularity(proj[:, [0, 2]])
-                pair, best, k = best_circle_pcs(proj)
-                print(f"  width {width} restart {restart}: circularity PCs 1/3 {on13:.2f} (k={k13}), "
-                      f"best PCs {pair[0] + 1}/{pair[1] + 1} {best:.2f} (k={k})")
+        for row in circle_table(result).itertuples():
+            print(f"  width {row.width} restart {row.restart}: circularity PCs {row.pcs} "
+                  f"{row.circularity:.2f} (k={row.frequency})")
     for width, g in m.groupby("width"):
         print(f"  width {width} median {acc} {statistics.median(g[acc]):.3f} "
               f"min {g[acc].min():.3f} max {g[acc].max():.3f}")

@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import pandas as pd
 import pytest
 import torch
@@ -82,6 +84,14 @@ def test_from_namespace_takes_only_the_fields():
 
 def tiny(cls, **kw):
     return cls(widths=(8,), steps=2, eval_every=2, warmup_steps=1, n_test=8, batch_size=4, **kw)
+
+
+def test_a_run_replaces_the_models_an_earlier_run_left(results_tmp):
+    params = tiny(needle.NeedleParams, max_keys=1, models=["random transformer"], restarts=1)
+    needle.run(replace(params, widths=(12,)))
+    needle.run(params)
+    saved = sorted(p.name for p in (results_tmp / needle.NAME / "models").glob("*.pt"))
+    assert saved == ["random_transformer_d8_r0.pt"]  # not the width-12 model of the first run
 
 
 def test_stream_task_runs_record_every_restart_with_its_seed(results_tmp):
@@ -257,8 +267,7 @@ def test_key_frequencies_of_an_embedding_made_of_two_circles():
 def test_circle_table_has_pcs_1_3_and_the_best_pair_for_each_transformer(results_tmp):
     from rt_lib.experiments.modular_addition import circle_table
     params = ModularAdditionParams(p=7, widths=[8], steps=2, eval_every=1, warmup_steps=1,
-                                   models=["random transformer", "trained LSTM"], lstm_steps=None,
-                                   trained_steps=None)
+                                   models=["random transformer", "trained LSTM"], restarts=1)
     table = circle_table(run(params, save_models=False))
     assert set(table["model"]) == {"random transformer"}  # the LSTM has no such figure
     assert table["pcs"].iloc[0] == "1/3" and table["best_pair"].tolist() == [False, True]

@@ -8,6 +8,7 @@ training loop and returns a metrics table with a row per run (seeded and recorde
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -139,11 +140,18 @@ class GridParams(Params):
 
 def run_task_grid(name: str, params: GridParams, save_models: bool = True,
                   task: Task | None = None) -> "GridResult":
-    """Build ``params``' task and train its grid; checkpoints under ``results/<name>/models``,
-    each with the parameters that rebuild its task (``params.task()``, used by notebook 09).
-    ``task``: the task already built from ``params`` (saves building it twice)."""
+    """Build ``params``' task and train its grid; checkpoints under ``results/<name>/models``
+    (replacing what an earlier run left there), each with the parameters that rebuild its task
+    (``params.task()``, used by notebook 09).  ``task``: the task already built from ``params``
+    (saves building it twice)."""
     task = task if task is not None else params.task()
-    ckpt = str(results_dir(name) / "models") if save_models else None
+    ckpt = None
+    if save_models:
+        # The folder holds this run's models only: a checkpoint left by earlier settings (another
+        # width) would be read as this run's by notebook 09, which takes the widest.
+        folder = results_dir(name) / "models"
+        shutil.rmtree(folder, ignore_errors=True)
+        ckpt = str(folder)
     return train_grid(task, params, ckpt, meta={"notebook": name, "params": params},
                       resume_dir=resume_dir(name))
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 import torch
 
 from rt_lib.analysis import best_circle_pcs, circularity, pca
 from rt_lib.experiments.common import GridParams, GridResult, run_task_grid
 from rt_lib.experiments.registry import Experiment
+from rt_lib.fourier import fourier_power
 from rt_lib.tasks import FiniteTask, modular_addition
 
 NAME = "01_modular_addition"
@@ -51,13 +53,12 @@ def run(params: ModularAdditionParams, save_models: bool = True) -> GridResult:
 
 
 def key_frequency_share(W_E: torch.Tensor, top: int = 3) -> tuple[list[int], float]:
-    """The ``top`` frequencies k with the most power in the token embedding's discrete Fourier
-    transform over token values (rows of ``W_E`` [p, d], mean removed), and their share of the
-    total power: near 1 when the embedding is a sum of ``top`` circles, whatever its PCs are."""
-    W = W_E.detach().double()
-    power = torch.fft.rfft(W - W.mean(0), dim=0).abs().pow(2).sum(1)  # [p // 2 + 1]
-    order = power.argsort(descending=True)[:top]
-    return sorted(order.tolist()), float(power[order].sum() / power.sum())
+    """The ``top`` frequencies with the most power in the token embedding's Fourier transform
+    over token values (:func:`rt_lib.fourier.fourier_power`) and their share of the total: near 1
+    when the embedding is a sum of ``top`` circles, whatever its PCs are."""
+    power = fourier_power(W_E.detach().cpu().double().numpy())  # [p // 2]: frequencies 1..p // 2
+    order = np.argsort(power)[::-1][:top]
+    return sorted(int(w) + 1 for w in order), float(power[order].sum())
 
 
 def circle_table(result: GridResult) -> pd.DataFrame:

@@ -88,10 +88,6 @@ EXPERIMENT = Experiment(
     NAME, SubspaceParams, reads=tuple(nb for nb, *_ in SOURCES.values()),
     title="hidden-state variance on PCs and neurons (Tables 4, 5, 7)",
     not_shown_on_cpu={
-        "random-more-concentrated-needle-in-a-haystack": _TRAINED_MORE.format(
-            "random 0.82, trained 0.98 at width 256"),
-        "random-more-concentrated-decimal-addition": _TRAINED_MORE.format(
-            "random 0.81, trained 1.00 at width 128"),
         "random-more-concentrated-parentheses": _TRAINED_MORE.format(
             "random 0.98, trained 1.00 at width 256"),
         "random-more-concentrated-language": _TRAINED_MORE.format(
