@@ -69,6 +69,8 @@ def test_tiny_run_writes_metrics_rows_per_model_and_restart(results_tmp):
         (ablations.AblationParams, dict(tasks=["sorting"]), "sorting"),
         (ablations.AblationParams, dict(variants=["random: nothing"]), "random: nothing"),
         (ablations.AblationParams, dict(task_profile="gpu-huge"), "profiles: cpu, paper"),
+        (ablations.AblationParams, dict(task_changes={"sorting": {}}), "sorting"),
+        (ablations.AblationParams, dict(task_changes={"needle": {"width": [8]}}), "'width'"),
     ],
 )
 def test_suite_bad_parameters_raise_before_any_work(cls, kwargs, match, results_tmp):
@@ -147,9 +149,30 @@ def test_ablation_variants_train_only_their_matrices(results_tmp):
     assert trained["random: embeddings only"] == {"W_E", "W_pos"}
     assert trained["random: W_E + W_U, random W_pos"] == {"W_E", "W_U"}
     assert trained["random: W_E + W_U, sinusoidal W_pos"] == {"W_E", "W_U"}
-    metrics = pd.DataFrame({"task": ["t"] * 4, "model": ["a", "a", "b", "b"], "test_acc": [0.2, 0.4, 1.0, 0.0]})
+
+
+def test_ablation_settings_per_task_and_for_every_task():
+    params = ablations.AblationParams(task_changes={"needle": {"steps": 7, "widths": [24]}})
+    assert (params.params_for("needle").steps, params.params_for("needle").widths) == (7, (24,))
+    assert params.params_for("parentheses").steps == parentheses.ParenthesesParams().steps
+    every = replace(params, widths=(8,), steps=3)  # set for every task: over task_changes too
+    assert (every.params_for("needle").steps, every.params_for("needle").widths) == (3, (8,))
+
+
+def test_table2_scores_each_task_by_its_table1_metric_and_gives_shortfalls():
+    metrics = pd.DataFrame({"task": ["needle"] * 4 + ["decimal addition"] * 2,
+                            "model": ["random transformer", "random transformer", "b", "b",
+                                      "random transformer", "b"],
+                            "test_acc": [0.8, 1.0, 1.0, 0.0, 0.9, 0.9],
+                            "test_exact": [None] * 4 + [0.7, 0.1]})
     table = ablations.ablation_table(metrics).set_index("trained matrices")
-    assert table.loc["a", "t"] == pytest.approx(0.3) and table.loc["b", "t"] == pytest.approx(0.5)
+    assert table.loc["random transformer", "needle"] == pytest.approx(0.9)  # median of 2 restarts
+    assert table.loc["b", "needle"] == pytest.approx(0.5)
+    assert table.loc["b", "decimal addition"] == pytest.approx(0.1)  # exact match, not per token
+    assert ablations.claim_slug("random: W_E + W_U, random W_pos") == "w_e-w_u-random-w_pos"
+    gaps = ablations.shortfalls(table.reset_index())
+    assert list(gaps.index) == ["b"]
+    assert gaps.loc["b"].tolist() == pytest.approx([-0.4, -0.6])
 
 
 def _write_table1_sources(root, accuracy, budget=None):

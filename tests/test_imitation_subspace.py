@@ -9,7 +9,8 @@ import torch.nn.functional as F
 from rt_lib.experiments.common import run_task_grid
 from rt_lib.experiments.imitation import ImitationParams
 from rt_lib.experiments.modular_addition import ModularAdditionParams
-from rt_lib.experiments.subspace import SubspaceParams, find_checkpoint, load_or_train, subspace_rows
+from rt_lib.experiments.subspace import (SubspaceParams, checkpoint_widths, common_width, load_or_train,
+                                         subspace_rows)
 from rt_lib.io import atomic_save_torch, results_dir
 from rt_lib.model import TransformerConfig, build_model
 from rt_lib.tasks.imitation import CircuitImitation, imitation_target, kl_divergence
@@ -57,15 +58,20 @@ def test_imitation_parameters_are_checked():
         ImitationParams(batch_size=None)
 
 
-def test_find_checkpoint_takes_the_widest_that_can_rebuild_its_task(results_tmp):
+def test_checkpoints_are_compared_at_the_widest_width_both_kinds_saved(results_tmp):
     folder = results_dir("01_modular_addition") / "models"
-    for width, meta in ((64, {"params": 1}), (128, {"params": 1}), (256, {})):
-        atomic_save_torch({"state_dict": {}, **meta}, folder / f"random_transformer_d{width}_r0.pt")
-    atomic_save_torch({"params": 1}, folder / "random_transformer_d512_r1.pt")  # restart 1
-    assert find_checkpoint("01_modular_addition", "random transformer") is None  # widest lacks params
-    (folder / "random_transformer_d256_r0.pt").unlink()
-    assert find_checkpoint("01_modular_addition", "random transformer").name == "random_transformer_d128_r0.pt"
-    assert find_checkpoint("01_modular_addition", "trained transformer") is None
+    for kind, width, meta in (("random", 64, {"params": 1}), ("random", 128, {"params": 1}),
+                              ("random", 256, {"params": 1}), ("random", 512, {}),
+                              ("trained", 64, {"params": 1}), ("trained", 128, {"params": 1})):
+        atomic_save_torch({"state_dict": {}, **meta}, folder / f"{kind}_transformer_d{width}_r0.pt")
+    atomic_save_torch({"params": 1}, folder / "trained_transformer_d256_r1.pt")  # restart 1
+    # d512 cannot rebuild its task (no params); restart 1 does not count
+    assert sorted(checkpoint_widths("01_modular_addition", "random transformer")) == [64, 128, 256]
+    both = ("random transformer", "trained transformer")
+    assert common_width("01_modular_addition", both) == 128  # not random's 256
+    assert common_width("01_modular_addition", ("random transformer",)) == 256
+    assert common_width("01_modular_addition", both + ("trained LSTM",)) == 128  # no LSTM saved
+    assert common_width("02_needle_in_a_haystack", both) is None
 
 
 def test_subspace_reads_a_saved_model_with_its_task(results_tmp):

@@ -117,3 +117,23 @@ def test_every_model_completes_with_the_same_seed():
     table = completions({"a": model, "b": model}, tok, ("Tom", "Lily went"), 6, seed=0,
                         temperature=1.0, top_k=None)
     assert list(table.columns) == ["prompt", "a", "b"] and (table["a"] == table["b"]).all()
+
+
+def test_random_widths_train_the_random_transformer_alone_and_save_it(tmp_path, results_tmp):
+    from rt_lib.experiments.tinystories import NAME, TinyStoriesParams, loss_table, run
+
+    (tmp_path / "stories.txt").write_text("<|endoftext|>".join(STORIES * 4))
+    params = TinyStoriesParams(data_path=str(tmp_path / "stories.txt"), widths=[8], random_widths=[8, 16],
+                               n_heads=2, n_layers=1, vocab_size=300, n_ctx=8, steps=2, eval_every=2,
+                               warmup_steps=1, batch_size=2, n_valid_windows=2, threads=1)
+    result = run(params)
+    runs = sorted(zip(result.metrics["model"], result.metrics["width"]))
+    assert runs == [("random transformer", 8), ("random transformer", 16), ("trained transformer", 8)]
+    assert set(result.models) == {(kind, width, 0) for kind, width in runs}
+    saved = sorted(p.name for p in (results_tmp / NAME / "models").glob("*.pt"))
+    assert saved == ["random_transformer_d16_r0.pt", "random_transformer_d8_r0.pt",
+                     "trained_transformer_d8_r0.pt"]
+    table = loss_table(result.metrics)
+    assert table["trained transformer"].isna().tolist() == [False, True]  # no trained model at 16
+    with pytest.raises(ValueError, match="random_widths"):
+        TinyStoriesParams(data_path=str(tmp_path), models=["trained transformer"], random_widths=[64])

@@ -139,11 +139,12 @@ class GridParams(Params):
 
 
 def run_task_grid(name: str, params: GridParams, save_models: bool = True,
-                  task: Task | None = None) -> "GridResult":
+                  task: Task | None = None, also: Sequence[GridParams] = ()) -> "GridResult":
     """Build ``params``' task and train its grid; checkpoints under ``results/<name>/models``
     (replacing what an earlier run left there), each with the parameters that rebuild its task
     (``params.task()``, used by notebook 09).  ``task``: the task already built from ``params``
-    (saves building it twice)."""
+    (saves building it twice).  ``also``: further grids on the same task (e.g. one model kind at
+    more widths), trained after it into the same result and checkpoint folder."""
     task = task if task is not None else params.task()
     ckpt = None
     if save_models:
@@ -152,8 +153,13 @@ def run_task_grid(name: str, params: GridParams, save_models: bool = True,
         folder = results_dir(name) / "models"
         shutil.rmtree(folder, ignore_errors=True)
         ckpt = str(folder)
-    return train_grid(task, params, ckpt, meta={"notebook": name, "params": params},
-                      resume_dir=resume_dir(name))
+    parts = [train_grid(task, grid, ckpt, meta={"notebook": name, "params": grid},
+                        resume_dir=resume_dir(name)) for grid in (params, *also)]
+    result = GridResult(metrics=pd.concat([p.metrics for p in parts], ignore_index=True), task=task)
+    for part in parts:
+        result.histories.update(part.histories)
+        result.models.update(part.models)
+    return result
 
 
 def resume_dir(name: str) -> str | None:

@@ -19,6 +19,7 @@ isotropic_baseline` what states without any preferred direction would give at th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -95,26 +96,34 @@ EXPERIMENT = Experiment(
     })
 
 
-def find_checkpoint(notebook: str, kind: str) -> Path | None:
-    """The widest restart-0 checkpoint of ``kind`` that ``notebook`` saved with the parameters
-    that rebuild its task; None if there is none."""
-    folder = results_dir(notebook, create=False) / "models"
-    best: tuple[int, Path] | None = None
-    for path in folder.glob(f"{kind.replace(' ', '_')}_d*_r0.pt"):
-        width = int(path.stem.rsplit("_d", 1)[1].split("_")[0])
-        if best is None or width > best[0]:
-            best = (width, path)
-    if best is None:
-        return None
-    state = load_torch(best[1])
-    return best[1] if "params" in state else None  # older checkpoints cannot rebuild the task
+def checkpoint_widths(notebook: str, kind: str) -> dict[int, Path]:
+    """{width: path} of the restart-0 checkpoints of ``kind`` that ``notebook`` saved with the
+    parameters that rebuild its task (older checkpoints cannot)."""
+    found = {}
+    for path in (results_dir(notebook, create=False) / "models").glob(
+            f"{kind.replace(' ', '_')}_d*_r0.pt"):
+        if "params" in load_torch(path):
+            found[int(path.stem.rsplit("_d", 1)[1].split("_")[0])] = path
+    return found
+
+
+def common_width(notebook: str, kinds: Sequence[str]) -> int | None:
+    """The widest width at which ``notebook`` saved a checkpoint of every one of ``kinds``: the
+    paper compares a random and a trained model of the same width (a notebook may train the
+    random transformer wider than the trained one, as 08 does).  A kind with no checkpoint at all
+    is left out (it is trained here); None if the others share no width."""
+    saved = [set(widths) for k in kinds if (widths := checkpoint_widths(notebook, k))]
+    shared = set.intersection(*saved) if saved else set()
+    return max(shared) if shared else None
 
 
 def load_or_train(task_name: str, kind: str, params: SubspaceParams) -> tuple[nn.Module, Task, str]:
-    """(model, its task, where it came from) for one task and model kind."""
+    """(model, its task, where it came from) for one task and model kind: the checkpoint at the
+    widest width the notebook saved for every compared kind, else a small one trained here."""
     notebook, params_cls, _ = SOURCES[task_name]
-    path = find_checkpoint(notebook, kind)
-    if path is not None:
+    width = common_width(notebook, params.models)
+    if width is not None and width in checkpoint_widths(notebook, kind):
+        path = checkpoint_widths(notebook, kind)[width]
         state = load_torch(path)
         return load_checkpoint(str(path)), state["params"].task(), str(path.relative_to(results_root()))
     small = replace(params_cls(), models=(kind,), widths=(params.fallback_width,), restarts=1,
