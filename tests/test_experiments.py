@@ -175,6 +175,18 @@ def test_table2_scores_each_task_by_its_table1_metric_and_gives_shortfalls():
     assert gaps.loc["b"].tolist() == pytest.approx([-0.4, -0.6])
 
 
+def test_table2_budget_table_says_per_variant_and_task_which_runs_converged():
+    metrics = pd.DataFrame({"task": ["needle", "needle", "needle", "parentheses"],
+                            "model": ["random transformer", "random transformer", "b", "b"],
+                            "budget": ["still improving", "converged", "converged", "converged"]})
+    table = ablations.budget_table(metrics).set_index("trained matrices")
+    assert list(table.index) == ["random transformer", "b"]  # the variants' own order
+    # restarts that disagree are both named; a single status stands alone
+    assert table.loc["random transformer", "needle"] == "converged / still improving"
+    assert table.loc["b", "needle"] == "converged"
+    assert pd.isna(table.loc["random transformer", "parentheses"])  # never run: no status
+
+
 def _write_table1_sources(root, accuracy, budget=None):
     """metrics.csv for each of 01-04: random transformer at widths 16 and 64, trained
     transformer and LSTM at 64, 3 restarts each; ``accuracy[(model, width)]`` the 3 values."""

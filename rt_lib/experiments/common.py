@@ -149,7 +149,8 @@ def run_task_grid(name: str, params: GridParams, save_models: bool = True,
     ckpt = None
     if save_models:
         # The folder holds this run's models only: a checkpoint left by earlier settings (another
-        # width) would be read as this run's by notebook 09, which takes the widest.
+        # width) would be read as this run's by notebook 09, which compares at the widest width
+        # saved.
         folder = results_dir(name) / "models"
         shutil.rmtree(folder, ignore_errors=True)
         ckpt = str(folder)

@@ -27,7 +27,7 @@ class ParenthesesParams(GridParams):
     test_seed: int = 0
     widths: tuple[int, ...] = (16, 256)
     restarts: int = 3
-    steps: int = 800
+    steps: int = 650
     batch_size: int | None = 64
     lr: float = 1e-2
     trained_lr: float | None = 1e-3  # the paper's lr for the fully trained transformer

@@ -122,8 +122,9 @@ def load_or_train(task_name: str, kind: str, params: SubspaceParams) -> tuple[nn
     widest width the notebook saved for every compared kind, else a small one trained here."""
     notebook, params_cls, _ = SOURCES[task_name]
     width = common_width(notebook, params.models)
-    if width is not None and width in checkpoint_widths(notebook, kind):
-        path = checkpoint_widths(notebook, kind)[width]
+    saved = checkpoint_widths(notebook, kind)
+    if width is not None and width in saved:
+        path = saved[width]
         state = load_torch(path)
         return load_checkpoint(str(path)), state["params"].task(), str(path.relative_to(results_root()))
     small = replace(params_cls(), models=(kind,), widths=(params.fallback_width,), restarts=1,
