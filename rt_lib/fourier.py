@@ -28,11 +28,24 @@ def pearson(a: Tensor | np.ndarray, b: Tensor | np.ndarray) -> float:
     return float(a @ b / denom)
 
 
-def positional_correlation(model: nn.Module) -> float:
+def positional_correlation(model: nn.Module, dims: int | None = None) -> float:
     """Pearson's r between the positional embeddings of the two digit positions (paper, Figure 7:
-    0.95 for T_nanda, whose inputs commute; -0.64 for T_miiii, whose digits do not)."""
+    0.95 for T_nanda, whose inputs commute; -0.64 for T_miiii, whose digits do not), over the
+    first ``dims`` model dimensions (None: all).  The authors' figure shows the first 37 dimensions
+    (``slice = 37`` in their ``paper.py``); the text does not say over which the r was taken."""
     w_pos = model.W_pos.detach().cpu()
-    return pearson(w_pos[0], w_pos[1])
+    n = w_pos.shape[1] if dims is None else dims
+    if not 2 <= n <= w_pos.shape[1]:
+        raise ValueError(f"dims must lie in 2..d_model={w_pos.shape[1]}, got {dims!r}")
+    return pearson(w_pos[0, :n], w_pos[1, :n])
+
+
+def correlation_noise(n: int) -> float:
+    """Standard deviation of Pearson's r between two independent random vectors of length ``n``
+    (1 / sqrt(n - 1)): the spread of r at initialisation, before training made the rows alike."""
+    if n < 3:
+        raise ValueError(f"n must be at least 3, got {n!r}")
+    return 1 / np.sqrt(n - 1)
 
 
 def token_embedding(model: nn.Module, p: int) -> np.ndarray:
@@ -127,6 +140,31 @@ def active_frequencies(power: np.ndarray, k: float = 1.0) -> np.ndarray:
     return np.argwhere(keep & (total > threshold))
 
 
+def authors_neuron_spectrum(grid: np.ndarray, neurons: int = 5) -> np.ndarray:
+    """The spectrum the miiii code logs at every epoch (``scope_fn`` in ``miiii/train.py``): for
+    the first ``neurons`` neurons, |rfft2| of the activation grid without token 0 (rows and columns
+    1..p-1), averaged over the first token's frequencies: [neurons, (p - 1) // 2 + 1], indexed by
+    the second token's frequency (0 = constant)."""
+    grid = np.asarray(grid, dtype=np.float64)[1:, 1:, :neurons]  # [p-1, p-1, n]
+    return np.abs(np.fft.rfft2(grid, axes=(0, 1))).mean(0).T
+
+
+def authors_active_counts(series: np.ndarray, k: float = 1.0) -> np.ndarray:
+    """The miiii paper's count of active frequencies over training (``omega_aux`` in the authors'
+    ``paper.py``) from one neuron's spectrum over time ``series`` [time, frequency]: each
+    frequency's series is normalised to sum 1 over time, and a (time, frequency) entry is active
+    above the mean + k std of all entries; returns the count per time [time].  (The authors also
+    smooth over 3 consecutive epochs and resample 168 log-spaced epochs first: with snapshots that
+    are already log-spaced and few, neither is done here.)"""
+    series = np.asarray(series, dtype=np.float64)
+    if series.ndim != 2 or len(series) < 2:
+        raise ValueError(f"series must be [time >= 2, frequency], got shape {series.shape}")
+    total = series.sum(0, keepdims=True)
+    share = np.divide(series, total, out=np.zeros_like(series), where=total > 0)
+    threshold = share.mean() + k * share.std()
+    return (share > threshold).sum(1)
+
+
 def interaction_share(power: np.ndarray) -> float:
     """Share of the neurons' periodic power (summed over neurons) at frequency pairs with both
     w_first and w_second non-zero.  A neuron that is a sum f(x1) + g(x0) has none: the share
@@ -154,6 +192,7 @@ def top_frequencies(power: np.ndarray, n: int = 3) -> list[tuple[int, int, float
     return out
 
 
-__all__ = ["pearson", "positional_correlation", "token_embedding", "singular_values",
-           "cumulative_marks", "fourier_power", "grid_tokens", "neuron_grid", "spectrum_2d",
-           "active_frequencies", "interaction_share", "top_frequencies"]
+__all__ = ["pearson", "positional_correlation", "correlation_noise", "token_embedding",
+           "singular_values", "cumulative_marks", "fourier_power", "grid_tokens", "neuron_grid",
+           "spectrum_2d", "active_frequencies", "authors_neuron_spectrum", "authors_active_counts",
+           "interaction_share", "top_frequencies"]

@@ -413,7 +413,8 @@ def plot_neuron_spectrum(ax: Axes, power: np.ndarray, title: str | None = None) 
     return ax
 
 
-def plot_active_frequencies(ax: Axes, table: pd.DataFrame) -> Axes:
+def plot_active_frequencies(ax: Axes, table: pd.DataFrame,
+                            ylabel: str = "active frequency pairs") -> Axes:
     """miiii Figure 15: number of active frequency pairs of the MLP against epoch (log x), one
     line per threshold column ``active (k = ...)``; on a twin axis (dashed) the share of the
     periodic power that combines both digits (``interaction share``), if present."""
@@ -421,7 +422,7 @@ def plot_active_frequencies(ax: Axes, table: pd.DataFrame) -> Axes:
         ax.plot(table["epoch"], table[col], marker="o", ms=3, label=col)
     ax.set_xscale("log")
     ax.set_xlabel("epoch")
-    ax.set_ylabel("active frequency pairs")
+    ax.set_ylabel(ylabel)
     ax.set_ylim(0, None)
     handles, labels = ax.get_legend_handles_labels()
     if "interaction share" in table:

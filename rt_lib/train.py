@@ -41,6 +41,8 @@ class TrainConfig:
     eval_every: int = 100  # evaluation is sparse: it costs a pass over every eval set
     eval_log_points: int | None = None  # if set: evaluate at ~this many log-spaced steps instead
     # (grokking runs span decades of epochs: every decade gets the same number of points)
+    eval_last: int = 0  # also evaluate after each of the last eval_last steps (a score averaged
+    # over the final epochs: the miiii search's objective, Syrkis & Søgaard's main.py)
     snapshot_steps: tuple[int, ...] = ()  # steps after which the model's weights are kept
     snapshot_dir: str | None = None  # where: <snapshot_dir>/step_<n>.pt (analysis over training)
     eval_batch_size: int = 8192  # rows per evaluation chunk, to bound memory
@@ -74,6 +76,8 @@ class TrainConfig:
             raise ValueError(f"eval_every must be >= 1, got {self.eval_every}")
         if self.eval_log_points is not None and self.eval_log_points < 2:
             raise ValueError(f"eval_log_points must be >= 2 or None, got {self.eval_log_points}")
+        if not isinstance(self.eval_last, int) or not 0 <= self.eval_last <= self.steps:
+            raise ValueError(f"eval_last must be an integer in 0..steps={self.steps}, got {self.eval_last!r}")
         if self.snapshot_steps and self.snapshot_dir is None:
             raise ValueError("snapshot_steps needs a snapshot_dir")
         if self.device not in ("auto", "cpu", "cuda") and not self.device.startswith("cuda:"):
@@ -100,12 +104,14 @@ def log_spaced_steps(steps: int, points: int) -> list[int]:
 
 def eval_due(cfg: TrainConfig) -> Callable[[int], bool]:
     """Whether an evaluation is due after ``done`` optimiser steps: every ``eval_every`` steps, or
-    at about ``eval_log_points`` log-spaced steps, and always after the last step.  The one
-    schedule of :func:`train` and :func:`rt_lib.batched.train_batched`."""
+    at about ``eval_log_points`` log-spaced steps, after each of the last ``eval_last`` steps, and
+    always after the last step.  The one schedule of :func:`train` and
+    :func:`rt_lib.batched.train_batched`."""
+    last = cfg.steps - cfg.eval_last  # evaluations after every step past this one
     if cfg.eval_log_points is not None:
         at = set(log_spaced_steps(cfg.steps, cfg.eval_log_points))  # holds cfg.steps
-        return lambda done: done in at
-    return lambda done: done % cfg.eval_every == 0 or done == cfg.steps
+        return lambda done: done in at or done > last
+    return lambda done: done % cfg.eval_every == 0 or done == cfg.steps or done > last
 
 
 def prepare(cfg: TrainConfig, device: torch.device) -> None:

@@ -1,6 +1,7 @@
 """miiii (Syrkis & Søgaard): prime-remainder labels, splits, the ln(q)-weighted loss, grokfast."""
 
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -130,10 +131,15 @@ def test_a_miiii_run_is_resumed_not_retrained(results_tmp):
     from rt_lib.experiments.miiii import MiiiiParams, generalisation_table, run, runs_to_do
 
     params = MiiiiParams(p=7, variants=("miiii",), d_model=16, n_heads=2, epochs=30,
-                         eval_points=5, n_snapshots=3, train_fraction=0.6)
-    assert runs_to_do(params) == [("miiii", 2.0), ("miiii", 0.0)]  # plus the lambda = 0 run
+                         eval_points=5, n_snapshots=3, train_fraction=0.6, dropout_zero=True)
+    # plus the lambda = 0 run and the dropout-0 run (with its own parameters)
+    assert runs_to_do(params) == [("miiii", 2.0, params), ("miiii", 0.0, params),
+                                  ("miiii", 2.0, replace(params, dropout=0.0))]
     first = run(params)
-    assert list(first) == ["T_miiii", "T_miiii (λ = 0)"]
+    assert list(first) == ["T_miiii", "T_miiii (λ = 0)", "T_miiii (dropout 0)"]
+    assert first["T_miiii (dropout 0)"].result.model.cfg.dropout == 0.0
+    assert first["T_miiii"].result.model.cfg.dropout == params.dropout > 0
+    assert len({r.folder for r in first.values()}) == 3  # each run in a folder of its own
     first, again = first["T_miiii"], None
     folder = first.folder
     snapshots = sorted(p.name for p in (folder / "snapshots").glob("*.pt"))
@@ -158,3 +164,55 @@ def test_miiii_parameters_are_checked():
         MiiiiParams(d_model=30)
     with pytest.raises(ValueError, match="init"):
         MiiiiParams(grokfast_init="ones")
+
+
+def _fake_run(variant, lamb, generalise_at, epochs=1000, dropout=None):
+    """A MiiiiRun whose head q reaches validation accuracy 1 at ``generalise_at[q]`` (absent: stays
+    at chance); train accuracy 1 from epoch 100."""
+    import pandas as pd
+
+    from rt_lib.experiments.miiii import MiiiiRun
+    from rt_lib.train import TrainConfig, TrainResult
+
+    task = miiii_task(17, variant, train_fraction=0.5)
+    steps = [1, 10, 100, 300, 500, 700, epochs]
+    cols = {"step": steps, "train_acc": [0.1, 0.5, 1, 1, 1, 1, 1]}
+    for q in task.qs:
+        at = generalise_at.get(q)
+        cols[f"train_acc_q{q}"] = [1.0 if s >= 100 else 0.1 for s in steps]
+        cols[f"valid_acc_q{q}"] = [1.0 if at is not None and s >= at else 1 / q for s in steps]
+    h = pd.DataFrame(cols)
+    h["valid_acc"] = h[[f"valid_acc_q{q}" for q in task.qs]].mean(axis=1)
+    result = TrainResult(model=None, history=h, wall_time_s=0.0, steps_done=epochs,
+                         config=TrainConfig(steps=epochs))
+    return MiiiiRun(variant, lamb, task, result, folder=None, dropout=dropout)
+
+
+def test_miiii_claims_read_the_baselines_at_equal_epochs(tmp_path):
+    from rt_lib.claims import Claims
+    from rt_lib.experiments.miiii import MiiiiParams, check_claims, generalisation_table
+
+    every = {2: 300, 3: 300, 5: 500, 7: 500, 11: 700, 13: 700}
+    runs = {"T_miiii": _fake_run("miiii", 2.0, every),
+            "T_miiii (λ = 0)": _fake_run("miiii", 0.0, every | {13: None}),  # one head short
+            "T_miiii (dropout 0)": _fake_run("miiii", 2.0, {2: 300, 3: 500}, dropout=0.0),
+            "T_masked": _fake_run("masked", 2.0, {13: 300, 11: 500})}
+    params = MiiiiParams(p=17, variants=("miiii", "masked"))
+
+    def held(runs):
+        tables = {label: generalisation_table(r, 0.95) for label, r in runs.items()}
+        record = Claims(tmp_path, strict=False)
+        check_claims(runs, tables, params, record)
+        return {c.id: c.holds for c in record.claims}
+
+    ok = held(runs)
+    assert ok["grokfast-speeds-up"] and ok["dropout-needed"] and ok["masked-next-primes-first"]
+    assert ok["small-primes-first"] and ok["masked-primes-not-learned"]
+    # lambda = 0 reaching every head fails the claim even with a lower mean accuracy on the way
+    assert not held(runs | {"T_miiii (λ = 0)": _fake_run("miiii", 0.0, {q: e + 1 for q, e in every.items()})})[
+        "grokfast-speeds-up"]
+    # without dropout a head beyond 2 and 3 generalises: the paper's "all but 2, 3 overfit" fails
+    assert not held(runs | {"T_miiii (dropout 0)": _fake_run("miiii", 2.0, {2: 300, 5: 300}, dropout=0.0)})[
+        "dropout-needed"]
+    # in T_masked a larger prime leads: fails
+    assert not held(runs | {"T_masked": _fake_run("masked", 2.0, {17: 100, 11: 500})})["masked-next-primes-first"]

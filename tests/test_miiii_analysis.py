@@ -40,6 +40,27 @@ def test_positional_correlation_reads_the_two_digit_positions():
     assert fourier.positional_correlation(model) == pytest.approx(-1.0)
 
 
+def test_positional_correlation_over_the_first_dims_only():
+    model = build_model(miiii_config(5, d_model=8, n_heads=2), 0)
+    with torch.no_grad():
+        model.W_pos[0] = torch.tensor([1.0, 2, 3, 4, 0, 5, 0, 5])
+        model.W_pos[1] = torch.tensor([1.0, 2, 3, 4, 5, 0, 5, 0])
+    # the first four dimensions agree exactly; the last four disagree
+    assert fourier.positional_correlation(model, dims=4) == pytest.approx(1.0)
+    w = model.W_pos.detach().numpy()
+    full = np.corrcoef(w[0], w[1])[0, 1]
+    assert fourier.positional_correlation(model) == pytest.approx(full)
+    with pytest.raises(ValueError, match="dims"):
+        fourier.positional_correlation(model, dims=9)
+
+
+def test_correlation_noise_is_the_spread_of_r_between_random_vectors():
+    gen = np.random.default_rng(0)
+    n = 37
+    rs = [np.corrcoef(gen.normal(size=n), gen.normal(size=n))[0, 1] for _ in range(4000)]
+    assert np.std(rs) == pytest.approx(fourier.correlation_noise(n), rel=0.05)
+
+
 def test_cumulative_marks_on_values_and_on_their_squares():
     s = np.array([3.0, 2.0, 1.0])
     # sums 3/6 = 0.5, 5/6 = 0.83, 1: half at the first value, 90 % needs all three
@@ -157,3 +178,38 @@ def test_random_miiii_trains_only_the_embeddings(results_tmp):
     assert list(table.columns) == ["q", "trained (d=16)", "random (d=16)"]
     with pytest.raises(ValueError, match="widths"):
         RandomMiiiiParams(widths=(0,))
+
+
+def test_authors_neuron_spectrum_against_an_explicit_dft():
+    p, gen = 7, np.random.default_rng(1)
+    grid = gen.normal(size=(p, p, 3))
+    n = p - 1  # token 0 left out on both axes
+    g = grid[1:, 1:, 0]
+    expected = []
+    for v in range(n // 2 + 1):  # the second token's frequencies (real input: half the spectrum)
+        mags = [abs(sum(g[a, b] * np.exp(-2j * np.pi * (u * a + v * b) / n)
+                        for a in range(n) for b in range(n))) for u in range(n)]
+        expected.append(np.mean(mags))  # averaged over the first token's frequencies
+    spectrum = fourier.authors_neuron_spectrum(grid, neurons=2)
+    assert spectrum.shape == (2, n // 2 + 1)
+    np.testing.assert_allclose(spectrum[0], expected, rtol=1e-10)
+
+
+def test_authors_active_counts_normalise_each_frequency_over_time():
+    # frequency 0 is flat over time (1/3 each); frequency 1 puts 0.8 of its power at the last time
+    series = np.array([[1.0, 1.0], [1.0, 1.0], [1.0, 8.0]])
+    # shares 1/3, 1/3, 1/3, 0.1, 0.1, 0.8: mean 1/3, std 0.233, so only 0.8 is above mean + std
+    assert fourier.authors_active_counts(series, k=1.0).tolist() == [0, 0, 1]
+    # scaling one frequency's power changes nothing: the count is per frequency's own history
+    assert fourier.authors_active_counts(series * [5.0, 1.0], k=1.0).tolist() == [0, 0, 1]
+    with pytest.raises(ValueError, match="series"):
+        fourier.authors_active_counts(np.ones(4))
+
+
+def test_authors_table_counts_neuron_0_over_the_snapshots_in_epoch_order():
+    gen = np.random.default_rng(2)
+    grids = {epoch: gen.normal(size=(5, 5, 3)) for epoch in (100, 1, 10)}
+    table = mn.authors_active_frequency_table(grids, (1.0,), neurons=2)
+    assert table["epoch"].tolist() == [1, 10, 100]
+    series = np.stack([fourier.authors_neuron_spectrum(grids[e], 2)[0] for e in (1, 10, 100)])
+    assert table["active, neuron 0 (k = 1)"].tolist() == fourier.authors_active_counts(series, 1.0).tolist()

@@ -93,6 +93,17 @@ def test_history_columns_and_eval_steps():
         assert col in hist
 
 
+def test_eval_last_adds_the_final_steps_and_leaves_training_alone():
+    plain = train(tiny_model(), tiny_task(), quick(steps=7, eval_every=3))
+    dense = train(tiny_model(), tiny_task(), quick(steps=7, eval_every=3, eval_last=3))
+    assert dense.history["step"].tolist() == [3, 5, 6, 7]
+    # evaluating more often changes no weight
+    for (name, a), b in zip(plain.model.state_dict().items(), dense.model.state_dict().values()):
+        assert torch.equal(a, b), name
+    with pytest.raises(ValueError, match="eval_last"):
+        quick(steps=7, eval_last=8)
+
+
 def test_accuracy_matches_an_independent_count():
     task, model = tiny_task(), tiny_model()
     res = train(model, task, quick(steps=3))

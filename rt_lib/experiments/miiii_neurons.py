@@ -69,6 +69,28 @@ def active_frequency_table(grids: dict[int, np.ndarray], k_values: tuple[float, 
     return pd.DataFrame(rows)
 
 
+def authors_active_frequency_table(grids: dict[int, np.ndarray], k_values: tuple[float, ...],
+                                   neurons: int = 5) -> pd.DataFrame:
+    """Per snapshot: the authors' count of active frequencies (:func:`rt_lib.fourier.authors_active_counts`)
+    for neuron 0, the one their figure shows, and its mean over their first ``neurons`` neurons,
+    for each threshold mean + k std."""
+    epochs = sorted(grids)
+    spectra = np.stack([fourier.authors_neuron_spectrum(grids[e], neurons) for e in epochs])  # [t, n, f]
+    table: dict[str, Any] = {"epoch": epochs}
+    for k in k_values:
+        counts = np.stack([fourier.authors_active_counts(spectra[:, i], k)
+                           for i in range(spectra.shape[1])], 1)  # [t, n]
+        table[f"active, neuron 0 (k = {k:g})"] = counts[:, 0]
+        table[f"active, mean of {spectra.shape[1]} neurons (k = {k:g})"] = counts.mean(1).round(1)
+    return pd.DataFrame(table)
+
+
+def thirds(values: pd.Series) -> tuple[float, float]:
+    """Means of the first and of the last third of a series over snapshots (at least one each)."""
+    n = max(len(values) // 3, 1)
+    return float(values.iloc[:n].mean()), float(values.iloc[-n:].mean())
+
+
 def strongest_neurons(grid: np.ndarray, n: int) -> list[int]:
     """The ``n`` neurons with the largest activation variance over the grid (the live ones)."""
     return [int(i) for i in np.argsort(grid.reshape(-1, grid.shape[-1]).var(0))[::-1][:n]]
