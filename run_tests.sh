@@ -11,7 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")"
 ./scripts/setup.sh
 ./scripts/setup_browser.sh  # Debian's chromium for the JupyterLab widget test, where it can
-.venv/bin/python -c "import torch; print('CPU kernels:', torch.backends.cpu.get_cpu_capability())  # recorded outputs reproduce on the same kernels"
+.venv/bin/python -c "import torch; print('CPU kernels of this machine:', torch.backends.cpu.get_cpu_capability())"
+source scripts/kernel_env.sh  # the same CPU kernels as the recorded notebooks
 source scripts/data_env.sh  # RT_TINYSTORIES: the TinyStories text (notebook 08)
 export TQDM_DISABLE=1  # progress bars would land in the compared stderr outputs
 # nbval writes through the notebooks' own code: keep its results apart from ./results.

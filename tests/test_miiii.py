@@ -214,5 +214,8 @@ def test_miiii_claims_read_the_baselines_at_equal_epochs(tmp_path):
     # without dropout a head beyond 2 and 3 generalises: the paper's "all but 2, 3 overfit" fails
     assert not held(runs | {"T_miiii (dropout 0)": _fake_run("miiii", 2.0, {2: 300, 5: 300}, dropout=0.0)})[
         "dropout-needed"]
+    # a masked head far beyond sampling noise from chance: "not learned" fails
+    assert not held(runs | {"T_masked": _fake_run("masked", 2.0, {2: 300, 13: 300, 11: 500})})[
+        "masked-primes-not-learned"]
     # in T_masked a larger prime leads: fails
     assert not held(runs | {"T_masked": _fake_run("masked", 2.0, {17: 100, 11: 500})})["masked-next-primes-first"]

@@ -353,12 +353,16 @@ def check_claims(runs: dict[str, MiiiiRun], tables: dict[str, pd.DataFrame],
         last = m.result.history.iloc[-1]
         above = {q: round(float(last[f"valid_acc_q{q}"]) - 1 / q, 3) for q in m.task.qs}
         unmasked = max(above[q] for q in m.task.qs if q not in MASKED_PRIMES)
+        # A head that learned nothing scores 1/q up to sampling noise: within 3 standard errors
+        # of a binomial accuracy on the validation set (0.09 for q = 2 on 274 numbers).
+        n_valid = len(m.task.valid[1]) if m.task.valid is not None else len(m.task.test[1])
+        noise = {q: 3 * np.sqrt((1 / q) * (1 - 1 / q) / n_valid) for q in MASKED_PRIMES if q in above}
         claims.check("masked-primes-not-learned", f"{paper}, §3",
                      "T_masked: the masked small primes are not learned, the others are",
-                     f"masked heads within {max(abs(above[q]) for q in MASKED_PRIMES if q in above):.3f}"
-                     f" of chance; best unmasked head {unmasked:+.3f} over chance",
-                     all(abs(above[q]) < 0.05 for q in MASKED_PRIMES if q in above)
-                     and unmasked > 0.3)
+                     "masked heads' distance from chance: " + ", ".join(
+                         f"{q}: {abs(above[q]):.3f} (noise {noise[q]:.3f})" for q in noise)
+                     + f"; best unmasked head {unmasked:+.3f} over chance",
+                     all(abs(above[q]) <= noise[q] for q in noise) and unmasked > 0.3)
         order = tables["T_masked"].dropna(subset=["valid epoch"]).sort_values(["valid epoch", "q"])
         first_two = [int(q) for q in order["q"] if q not in MASKED_PRIMES][:2]
         claims.check("masked-next-primes-first", f"{paper}, §4",

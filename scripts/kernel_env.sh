@@ -1,0 +1,10 @@
+# Sourced by run_all.sh and run_tests.sh: the same CPU kernels on every x86 machine, so that a
+# notebook recorded on one machine reproduces its outputs bit for bit on another (nbval compares
+# them).  Without these, torch picks its AVX-512 kernels and MKL its own code path where the CPU
+# has them, and reductions in another order change a trained model's last digits, which a long
+# training run (notebook 11's 10,000 epochs) grows into a different accuracy.  On an AVX2-only
+# machine they change nothing (notebooks 04 and 11 gave identical outputs with and without).
+# A value already set in the environment wins.
+export ATEN_CPU_CAPABILITY="${ATEN_CPU_CAPABILITY:-avx2}"
+export MKL_CBWR="${MKL_CBWR:-AVX2}"
+export ONEDNN_MAX_CPU_ISA="${ONEDNN_MAX_CPU_ISA:-AVX2}"
