@@ -248,6 +248,18 @@ def test_table1_checks_no_claim_on_a_row_cut_short_by_its_budget(results_tmp):
     assert "†" in table1.wide_table1(t).loc[0].to_string() or "†" in table1.wide_table1(t).to_string()
 
 
+def test_width_16_claim_needs_two_comparable_tasks(results_tmp, capsys):
+    acc = {("random transformer", 16): [0.1] * 3, ("random transformer", 64): [1.0] * 3,
+           ("trained transformer", 64): [1.0] * 3}
+    # the wide random transformer is cut short on every task but needle: one task is no evidence
+    cut = {(t, "random transformer", 64): "still improving" for t in table1.SOURCES if t != "needle"}
+    _write_table1_sources(results_tmp, acc, budget=cut)
+    record = Claims(results_tmp / "07_table1", strict=True)
+    table1.check_claims(table1.table1(table1.load_metrics()), record)
+    assert "width-16-fails" not in {c.id for c in record.claims}
+    assert "width-16-fails: not checked" in capsys.readouterr().out
+
+
 def test_budget_status_reads_the_training_loss():
     steps = list(range(100, 1100, 100))
     flat = pd.DataFrame({"step": steps, "train_loss": [2.0] * 5 + [0.7] * 5})

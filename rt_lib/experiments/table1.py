@@ -190,14 +190,17 @@ def check_claims(table: pd.DataFrame, claims: Claims, solved: float = 0.99,
                      "random transformers match or beat fully trained LSTMs on every task",
                      f"random vs LSTM median: {detail} (at or above, within 0.01: {len(ok)} of "
                      f"{len(beats)} tasks; needs all)", len(ok) == len(beats), scale=scale)
-    if fails:
+    if 0 < len(fails) < 2:  # one task says nothing about "fail where wide ones succeed"
+        print(f"width-16-fails: not checked: the wide random transformer converged and solved only "
+              f"{', '.join(fails)} (needs 2 tasks; the others are cut short or unsolved)")
+    if len(fails) >= 2:
         below = [t for t, (f, _, _) in fails.items() if f]
         detail = "; ".join(f"{t}: {n:.3f} vs {w:.3f}" for t, (_, n, w) in fails.items())
         claims.check("width-16-fails", source,
                      "at width 16 random transformers fail where wide ones succeed",
                      f"width 16 vs widest random median, on the tasks the wide one solves: {detail} "
-                     f"({len(below)} of {len(fails)} at least {fails_gap} below; needs all, and "
-                     "at least 2 tasks)", len(below) == len(fails) >= 2,
+                     f"({len(below)} of {len(fails)} at least {fails_gap} below; needs all)",
+                     len(below) == len(fails),
                      scale="width 16 vs 1024 (the paper profile)")
     for s in skipped:
         print(f"not checked, cut short by its budget: {s}")
