@@ -122,7 +122,7 @@ EXPERIMENT = Experiment(
             "W_E + W_U with W_pos frozen at random converges only on needle in the CPU budgets, "
             "where it ties all three (1.000); on decimal addition it is at 0.006 exact match "
             "against 0.616 after 250 steps at width 512, but still improving, and on modular "
-            "addition and parentheses it keeps up (0.960 and 0.929 against 0.937 and 0.929): "
+            "addition and parentheses it keeps up (0.960 and 0.929 against 0.937 and 0.924): "
             "whether it closes the decimal gap needs the tasks trained to the end (the paper "
             "profile)")})
 
