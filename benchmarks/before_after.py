@@ -42,6 +42,7 @@ for p, d, split, thr in ((113, 256, "paper", 1), (37, 128, "code", 2)):
     tc = TrainConfig(lr=3e-3, weight_decay=1, betas=(0.9, 0.98), grad_clip=None)
     places = ["gpt2"] + (["residual"] if "dropout_at" in TransformerConfig.__dataclass_fields__ else [])
     for place in places:
-        kw = {"dropout_at": place} if len(places) > 1 else {}
+        # each placement with a per-example mask, as this benchmark has always timed it
+        kw = {"dropout_at": place, "dropout_mask": "sample"} if len(places) > 1 else {}
         m = build_model(miiii_config(p, d_model=d, n_heads=4, dropout=0.1, **kw), 0)
         print(tag, f"miiii p={p} d={d} {split} split, {thr} thread(s), dropout {place}: {timeit(m, task, x, y, tc, Grokfast(0.98, 0.5), n=5 if p == 113 else 30, threads=thr):.1f} ms", flush=True)

@@ -126,12 +126,16 @@ def miiii_config(p: int, d_model: int = 256, n_heads: int = 4, dropout: float = 
     """The miiii model of Syrkis & Sogaard (SPEC B) as a configuration of the same Transformer.
 
     Input [x1, x0, "="] over a vocabulary of p digits plus "="; one block; no LN, no biases, ReLU,
-    non-causal attention, He init.  ``out_sizes`` defaults to every prime q < p.
+    non-causal attention.  By default as the miiii code builds it (``miiii/model.py`` at ab76fe1):
+    jax's ``he_normal`` for every weight (``init="he_jax"``) and one dropout mask per step for the
+    whole batch on the residual stream (``dropout_mask="batch"``).  Notebook 11's CPU profile
+    overrides init, mask and placement with the recipe that groks in its budget (MiiiiParams says
+    why).  ``out_sizes`` defaults to every prime q < p.
     """
     sizes = out_sizes if out_sizes is not None else tuple(primes_below(p))
     fields = dict(d_vocab=p + 1, n_ctx=3, d_model=d_model, n_layers=1, n_heads=n_heads,
                   out_sizes=sizes, act="relu", layernorm=False, bias=False, causal=False,
-                  init="he", dropout=dropout, dropout_at="residual")
+                  init="he_jax", dropout=dropout, dropout_at="residual", dropout_mask="batch")
     fields.update(overrides)
     return TransformerConfig(**fields)
 

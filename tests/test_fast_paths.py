@@ -80,5 +80,6 @@ def test_residual_dropout_leaves_embeddings_and_attention_alone():
     cache = {}
     model.eval()(x, cache=cache)
     assert torch.allclose(cache["blocks.0.attn.pattern"].sum(-1), torch.ones(1))
-    gpt2 = build_model(miiii_config(13, d_model=32, n_heads=4, dropout=0.5, dropout_at="gpt2"), 0)
+    gpt2 = build_model(miiii_config(13, d_model=32, n_heads=4, dropout=0.5, dropout_at="gpt2",
+                                      dropout_mask="sample"), 0)
     assert not torch.equal(gpt2.train().embed(x), gpt2.W_E[x] + gpt2.W_pos)

@@ -284,9 +284,23 @@ def test_he_jax_init_matches_jax_he_normal_formula():
         if w.numel() >= 1000:  # sample std within 5 % of the formula
             assert abs(w.std().item() / std - 1) < 0.05, (name, w.std().item(), std)
     # the He init of this project's CPU recipe: fan-in = axis -2, so W_Q starts 2x larger
-    he = dict(build_model(miiii_config(37, d_model=128, n_heads=4), 0).named_parameters())
+    he = dict(build_model(miiii_config(37, d_model=128, n_heads=4, init="he"), 0).named_parameters())
     ratio = he["blocks.0.attn.W_Q"].std() / params["blocks.0.attn.W_Q"].std()
     assert 1.9 < ratio.item() < 2.1
+
+
+def test_miiii_config_is_the_authors_model_by_default():
+    # miiii/model.py at ab76fe1: he_normal everywhere, dropout on the residual stream with the
+    # key shared by the vmapped batch; notebook 11's CPU recipe is an explicit override
+    from rt_lib.experiments.miiii import MiiiiParams
+    from rt_lib.model import miiii_config
+
+    cfg = miiii_config(37)
+    assert (cfg.init, cfg.dropout_at, cfg.dropout_mask) == ("he_jax", "residual", "batch")
+    assert (cfg.d_model, cfg.n_layers, cfg.dropout) == (256, 1, 0.1)
+    params = MiiiiParams()
+    cpu = params.model_config(params.task("miiii"))
+    assert (cpu.init, cpu.dropout_at, cpu.dropout_mask) == ("he", "gpt2", "sample")
 
 
 def test_batch_dropout_shares_one_mask_over_the_batch():
