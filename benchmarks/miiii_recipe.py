@@ -8,7 +8,9 @@ CPU profile's defaults), so a row here is exactly the T_miiii run notebook 11 wo
 values and that ``seed`` (model, split, dropout and grokfast draws all derive from it).  ``seeds``
 (comma-separated) repeats the run per seed: the outcome at a fixed epoch is chaotic, so a setting
 is judged on three or more.  Nothing is saved; one torch thread per process (run two side by side
-on two cores, never while other work runs if the wall times matter).
+on two cores, never while other work runs if the wall times matter).  For the very trajectory
+notebook 11 records, run under its CPU kernels first (``source scripts/kernel_env.sh``): other
+kernels give another run of the same distribution, not the same digits.
 
 Prints per seed: wall time, ms per epoch, the epoch train accuracy reached 0.99, the heads in the
 order they generalised (validation accuracy >= 0.95 and >= 0.99 from that evaluation on), the
