@@ -167,9 +167,14 @@ def test_run_all_killed_then_rerun_finishes_only_what_was_left(books, reference,
     results.mkdir()
     hold, reached = results / "hold", results / "reached"
     hold.touch()  # 01_train waits at step HOLD_AT until the test removes it
-    proc = subprocess.Popen([sys.executable, "-m", "rt_lib.runner", "--jobs", "2"],
-                            env=_env(books, results), cwd=PROJECT, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    # The runner's output goes to a file, not a pipe: waiting for the runner must not also wait
+    # for every process that inherited its stdout (a notebook or kernel that outlives it is
+    # reported below, by pid, instead of as a timeout).
+    log = tmp_path / "runner.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "rt_lib.runner", "--jobs", "2"],
+                                env=_env(books, results), cwd=PROJECT, stdout=out,
+                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
         ckpt = results / "01_train" / "last.pt"
         manifest = results / "manifest.json"
@@ -179,7 +184,7 @@ def test_run_all_killed_then_rerun_finishes_only_what_was_left(books, reference,
                    and "02_quick" in manifest.read_text()):
             if proc.poll() is not None:
                 pytest.fail(f"the run ended before it could be interrupted:\n"
-                            f"{proc.communicate()[0][-3000:]}")
+                            f"{log.read_text()[-3000:]}")
             if time.time() > deadline:
                 recorded = manifest.exists() and "02_quick" in manifest.read_text()
                 pytest.fail(f"after 300 s: 01_train held at step {HOLD_AT}: {reached.exists()}; "
@@ -188,11 +193,15 @@ def test_run_all_killed_then_rerun_finishes_only_what_was_left(books, reference,
         family = _descendants(proc.pid)
         assert family  # its notebook processes and kernels
         os.kill(proc.pid, how)  # the runner alone (its own session), as `kill` would
-        output = proc.communicate(timeout=120)[0]
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the runner did not exit within 120 s of {how.name}:\n{log.read_text()[-3000:]}")
+        output = log.read_text()
     finally:
         if proc.poll() is None:  # the test failed before its signal: leave nothing running
             os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate(timeout=60)
+            proc.wait(timeout=60)
         hold.unlink(missing_ok=True)
     # Ctrl-C and SIGTERM unwind (notebooks stopped, temporaries removed) and exit with 130
     assert proc.returncode == (-signal.SIGKILL if how == signal.SIGKILL else 130), output
