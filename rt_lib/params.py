@@ -85,6 +85,13 @@ class Params:
 
     #: fields that never change what a run computes or where it is stored (e.g. threads)
     BOOKKEEPING: ClassVar[tuple[str, ...]] = ("threads",)
+    #: the smoke test of a profile (``./run_all.sh --profile paper --smoke``): what it cuts from
+    #: the profile's values so that the notebook runs end to end in seconds at the profile's
+    #: shapes (steps, evaluation sets, batch sizes, restarts; never a width, vocabulary, length or
+    #: depth).  Each cut applies where the profile's config names the parameter (a paper config
+    #: names every parameter of its notebook); a number is an upper bound (a profile already
+    #: below it keeps its value), any other value replaces the profile's.
+    SMOKE: ClassVar[dict[str, Any]] = {}
 
     def __post_init__(self) -> None:
         hints = _hints(type(self))
@@ -104,6 +111,16 @@ class Params:
         """Build from a notebook's variables (its ``parameters`` cell): every field found there."""
         return cls(**{name: namespace[name] for name in cls.names() if name in namespace})
 
+    @classmethod
+    def smoke_config(cls, config: Mapping[str, Any]) -> dict[str, Any]:
+        """A profile's ``config`` (its YAML values) with the smoke cuts (:attr:`SMOKE`) applied."""
+        out = dict(config)
+        for key, cut in cls.SMOKE.items():
+            if key in out:
+                now = out[key]
+                out[key] = min(now, cut) if _is_number(now) and _is_number(cut) else cut
+        return out
+
     def changes_from(self, other: Params) -> dict[str, Any]:
         """{field: this value} for every field that differs from ``other`` (bookkeeping aside)."""
         return {name: getattr(self, name) for name in self.names()
@@ -112,6 +129,10 @@ class Params:
     def as_plain(self) -> dict[str, Any]:
         """Every field as YAML-friendly values (tuples as lists)."""
         return {name: plain(getattr(self, name)) for name in self.names()}
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def plain(value: Any) -> Any:

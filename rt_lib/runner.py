@@ -50,8 +50,9 @@ from pathlib import Path
 import yaml
 
 from rt_lib import claims
-from rt_lib.experiments.registry import (CONFIGS, DEFAULT_PROFILE, PROFILE_ENV, Experiment,
-                                         available_profiles, folder_name, registry, runs)
+from rt_lib.experiments.registry import (CONFIGS, DEFAULT_PROFILE, PROFILE_ENV, SMOKE,
+                                         Experiment, available_profiles, base_profile,
+                                         folder_name, is_smoke, registry, runs)
 from rt_lib.io import FOLDERS_ENV, PROJECT_ROOT, RESUME, atomic_path
 from rt_lib.manifest import Manifest, content_key, is_temporary
 
@@ -191,8 +192,9 @@ def plan(profile: str, only: list[str] | None, sets: dict,
     is an error).  A notebook whose parameters differ from its profile's, or that reads such a
     run's results, gets a folder of its own (:mod:`rt_lib.experiments.registry`)."""
     profiles = available_profiles()
-    if profile not in profiles:
-        raise RunError(f"--profile: unknown profile {profile!r}; available: {', '.join(profiles)}")
+    if base_profile(profile) not in profiles:
+        raise RunError(f"--profile: unknown profile {base_profile(profile)!r}; available: "
+                       f"{', '.join(profiles)}")
     root = results_root or Path(os.environ.get("RT_RESULTS", PROJECT_ROOT / "results"))
     if profile != DEFAULT_PROFILE:
         root = root / profile
@@ -207,11 +209,16 @@ def plan(profile: str, only: list[str] | None, sets: dict,
     own: dict[str, dict] = {}
     for name, path in selected.items():  # name order: what a notebook reads comes first
         params: dict = {}
-        if profile != DEFAULT_PROFILE:
-            cfg = CONFIGS / profile / f"{name}.yaml"
+        if base_profile(profile) != DEFAULT_PROFILE:
+            cfg = CONFIGS / base_profile(profile) / f"{name}.yaml"
             if not cfg.exists():
-                raise RunError(f"--profile {profile}: {cfg.relative_to(PROJECT_ROOT)} is missing")
+                raise RunError(f"--profile {base_profile(profile)}: "
+                               f"{cfg.relative_to(PROJECT_ROOT)} is missing")
             params = yaml.safe_load(cfg.read_text()) or {}
+        if is_smoke(profile) and (exp := experiment(name)) is not None:
+            # the config with the smoke cuts, where the notebook has the parameter cut
+            params = {k: v for k, v in exp.profile_config(profile).items()
+                      if k in params or k in declared[name]}
         not_declared = sorted(set(params) - declared[name])
         if not_declared:
             raise RunError(f"{name}: unknown parameter(s) {not_declared} in the {profile} "
@@ -232,7 +239,14 @@ def plan(profile: str, only: list[str] | None, sets: dict,
     return list(jobs.values())
 
 
-def execute(job: Job, output: Path, log_output: bool = False) -> float:
+#: A smoke test's cell runs in seconds to minutes (08 at width 4,096: several): one that takes
+#: longer has hung or lost its cuts, and
+#: fails (the profiles' own cells may train for many minutes and have no limit).
+SMOKE_CELL_TIMEOUT = 900
+
+
+def execute(job: Job, output: Path, log_output: bool = False,
+            cell_timeout: int | None = None) -> float:
     """Run one notebook with papermill into ``output`` (atomically); returns wall seconds."""
     import papermill
 
@@ -243,6 +257,7 @@ def execute(job: Job, output: Path, log_output: bool = False) -> float:
             papermill.execute_notebook(
                 str(job.notebook), str(tmp), parameters=job.parameters, kernel_name="python3",
                 cwd=str(job.notebook.parent), log_output=log_output, progress_bar=False,
+                execution_timeout=cell_timeout,
             )
         except Exception:
             # Always beside the results (also with --update-notebooks): notebooks/ keeps only
@@ -282,7 +297,7 @@ def _child(job: Job, output: Path, log_output: bool, parent: int, key: str,
     os.environ[FOLDERS_ENV] = json.dumps({**job.reads, job.name: job.folder})
     os.environ["RT_RUN_KEY"] = key  # mid-run checkpoints resume only for these exact inputs
     try:
-        execute(job, output, log_output)
+        execute(job, output, log_output, SMOKE_CELL_TIMEOUT if is_smoke(profile) else None)
     except Exception as err:
         if hasattr(err, "ename"):  # papermill: the error raised in the notebook's cell
             detail = f"{err.ename}: {err.evalue}"
@@ -419,6 +434,33 @@ def report_claims(folders: dict[str, Path]) -> None:
             print(f"  {line}")
 
 
+def report_footprints(profile: str, names: list[str], root: Path) -> None:
+    """After a smoke test: peak memory and FLOPs of one step at ``profile``'s own batch, per
+    training step of each notebook (:mod:`rt_lib.footprint`), printed and kept in
+    ``<root>/footprint.csv``."""
+    from rt_lib.footprint import GIB, profile_footprints
+
+    print(f"one training step at the {profile} profile's batch (rt_lib.footprint: the peak "
+          "resident memory of a process taking it, 'estimated' where the step was run on the "
+          "meta device at that batch and taken here at a smaller one):", flush=True)
+    start = time.perf_counter()
+    # Steps cheaper than 5e10 FLOPs are taken whole here, dearer ones estimated: a minute or two
+    # (benchmarks/paper_plan.py measures more of them whole, for the README's planning table).
+    table = profile_footprints(profile, names, max_flops=5e10, jobs=default_jobs())
+    if table.empty:
+        return
+    table.to_csv(root / "footprint.csv", index=False)
+    for row in table.itertuples():
+        print(f"  {row.notebook:<24} {row.step:<44} batch {row.batch:>6}  peak "
+              f"{row.peak_GiB:7.2f} GiB {row.peak:<9}  {row.GFLOP_per_step:11,.1f} GFLOP/step")
+    print(f"  ({time.perf_counter() - start:.0f} s; {root / 'footprint.csv'}; "
+          f"largest {table.peak_GiB.max():.1f} GiB against {_memory_bytes() / GIB:.0f} GiB here)")
+
+
+def _memory_bytes() -> int:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
 def list_runs() -> None:
     """--list: notebooks, profiles, and every run folder under the results roots."""
     print("notebooks:", ", ".join(available_notebooks()))
@@ -449,6 +491,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="rerun every selected notebook, even when up to date")
     parser.add_argument("--jobs", type=int, default=None, metavar="N",
                         help="notebooks run at once (default: cores / RT_THREADS, at most 4)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="the profile's smoke test: every notebook at the profile's shapes "
+                             "with a handful of steps, into results/<profile>-smoke/ (with "
+                             "--profile paper: what a GPU run would hit first, on this CPU)")
     parser.add_argument("--log-output", action="store_true", help="stream cell output")
     parser.add_argument("--list", action="store_true",
                         help="list notebooks, profiles and the runs under results/")
@@ -459,8 +505,14 @@ def main(argv: list[str] | None = None) -> int:
             list_runs()
             return 0
         sets = parse_sets(args.sets)
-        if args.update_notebooks and (args.profile != DEFAULT_PROFILE or sets):
-            raise RunError("--update-notebooks only records the CPU profile without --set")
+        if args.update_notebooks and (args.profile != DEFAULT_PROFILE or sets or args.smoke):
+            raise RunError("--update-notebooks only records the CPU profile without --set or "
+                           "--smoke")
+        if args.smoke:
+            if args.profile == DEFAULT_PROFILE:
+                raise RunError("--smoke cuts a profile of configs/ (e.g. --profile paper) to a "
+                               "few steps; the CPU profile is the notebooks' own defaults")
+            args.profile += SMOKE
         if args.jobs is not None and args.jobs < 1:
             raise RunError(f"--jobs must be >= 1, got {args.jobs}")
         jobs = plan(args.profile, args.only, sets)
@@ -507,6 +559,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{by_name[name].folder:<40} {seconds:8.1f} s")
     report_claims({by_name[n].folder: by_name[n].output_dir
                    for n in [*outcome.skipped, *(n for n, _ in timings)]})
+    if is_smoke(args.profile) and not failures:
+        report_footprints(base_profile(args.profile), [job.name for job in jobs], root)
     if failures:
         print(f"run_all.sh: {len(failures)} notebook(s) failed: {', '.join(failures)}",
               file=sys.stderr)

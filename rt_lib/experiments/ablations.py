@@ -9,13 +9,15 @@ its own notebook (02-04, 01) in a chosen profile, so the ablation is the only ch
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import pandas as pd
 
 from rt_lib.experiments import decimal_addition, modular_addition, needle, parentheses
 from rt_lib.experiments.common import MODEL_KINDS, GridParams, GridResult
-from rt_lib.experiments.registry import DEFAULT_PROFILE, Experiment, available_profiles
+from rt_lib.experiments.registry import (DEFAULT_PROFILE, SMOKE, Experiment, available_profiles,
+                                         base_profile, is_smoke)
 from rt_lib.experiments.table1 import SOURCES as TABLE1_SOURCES
 from rt_lib.params import Params, check_positive_ints
 
@@ -42,7 +44,7 @@ def task_params(task: str, profile: str, **changes) -> GridParams:
     """The parameters of ``task``'s own notebook in ``profile`` ("cpu" = its defaults,
     otherwise configs/<profile>/<notebook>.yaml), with ``changes`` applied."""
     module, cls = TASKS[task]
-    if profile not in available_profiles():
+    if base_profile(profile) not in available_profiles():
         raise ValueError(f"task_profile={profile!r} is not a profile; profiles: "
                          f"{', '.join(available_profiles())}")
     try:
@@ -81,6 +83,13 @@ class AblationParams(Params):
     seed: int = 0
     threads: int | None = None  # None: $RT_THREADS or 1 (seeding.set_threads)
 
+    @classmethod
+    def smoke_config(cls, config: dict[str, Any]) -> dict[str, Any]:
+        """The smoke test runs each task as its own notebook's smoke test does."""
+        out = super().smoke_config(config)
+        profile = out.get("task_profile", DEFAULT_PROFILE)
+        return out | {"task_profile": profile if is_smoke(profile) else profile + SMOKE}
+
     def check(self) -> None:
         unknown = [t for t in self.tasks if t not in TASKS]
         if unknown or not self.tasks:
@@ -115,8 +124,26 @@ class AblationParams(Params):
         return task_params(task, self.task_profile, **changes)
 
 
+def step_shapes(params: AblationParams) -> list:
+    """Per task, the variant that trains the most (the random transformer: W_E, W_pos, W_U)."""
+    from rt_lib.experiments.common import grid_step_shapes
+
+    out = []
+    for task in params.tasks:
+        grid = params.params_for(task)
+        for shape in grid_step_shapes(grid, kinds=[max(grid.models, key=_trained_matrices)]):
+            out.append(replace(shape, label=f"{task}: {shape.label}",
+                               runs=shape.runs * len(grid.models)))
+    return out
+
+
+def _trained_matrices(kind: str) -> int:
+    return {"embeddings": 3, "token_unembed": 2}.get(MODEL_KINDS[kind][1], 1)
+
+
 EXPERIMENT = Experiment(
     NAME, AblationParams, title="which embeddings must train (Table 2)",
+    step_shapes=step_shapes,
     not_shown_on_cpu={
         "needed-beyond-w_e-w_u-random-w_pos": (
             "W_E + W_U with W_pos frozen at random converges only on needle in the CPU budgets, "

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import pandas as pd
 import torch
 from torch import nn
 
-from rt_lib.experiments.common import GridParams, GridResult, run_task_grid
+from rt_lib.experiments.common import (GridParams, GridResult, grid_step_shapes,
+                                       run_task_grid)
 from rt_lib.experiments.registry import Experiment
 from rt_lib.tasks import DecimalAddition
 from rt_lib.tasks.decimal import OUT_OFFSET, STOP
@@ -24,6 +26,7 @@ class DecimalParams(GridParams):
     score_first_digit: bool = True
     n_test: int = 1000
     test_seed: int = 0
+    SMOKE: ClassVar[dict[str, Any]] = GridParams.SMOKE | {"n_test": 32}
     # The random transformer adds at width 512, not 256 or 128 (notebook 03 gives the search);
     # three restarts of three models at 512 do not fit the profile's time: 128 is the CPU width.
     widths: tuple[int, ...] = (16, 128)
@@ -41,7 +44,7 @@ class DecimalParams(GridParams):
 
 
 EXPERIMENT = Experiment(
-    NAME, DecimalParams, title="decimal addition (Table 1)",
+    NAME, DecimalParams, title="decimal addition (Table 1)", step_shapes=grid_step_shapes,
     not_shown_on_cpu={
         "random-solves-decimal-addition": (
             "the random transformer adds at width 512 (one restart: 0.962 exact match after 800 "

@@ -9,10 +9,12 @@ scaled (see :mod:`rt_lib.tasks.imitation`); vocabulary 512; 40 positions; batch 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import pandas as pd
 
-from rt_lib.experiments.common import GridParams, GridResult, train_grid
+from rt_lib.experiments.common import (GridParams, GridResult, grid_step_shapes,
+                                       train_grid)
 from rt_lib.experiments.registry import Experiment
 from rt_lib.params import check_positive_ints
 from rt_lib.seeding import derive
@@ -36,6 +38,7 @@ class ImitationParams(GridParams):
     n_ctx: int = 16  # the authors: 40
     n_test: int = 500  # the authors: 4000
     test_seed: int = 0
+    SMOKE: ClassVar[dict[str, Any]] = GridParams.SMOKE | {"n_test": 32}
     steps: int = 300
     batch_size: int | None = 128
     lr: float = 1e-2
@@ -67,7 +70,8 @@ class ImitationParams(GridParams):
         return CircuitImitation(target, n_test=self.n_test, test_seed=self.test_seed)
 
 
-EXPERIMENT = Experiment(NAME, ImitationParams, title="imitating random circuits (Fig. 6)")
+EXPERIMENT = Experiment(NAME, ImitationParams, title="imitating random circuits (Fig. 6)",
+                        step_shapes=grid_step_shapes)
 
 
 def run(params: ImitationParams) -> GridResult:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 import pandas as pd
 
-from rt_lib.experiments.common import GridParams, GridResult, run_task_grid
+from rt_lib.experiments.common import (GridParams, GridResult, grid_step_shapes,
+                                       run_task_grid)
 from rt_lib.experiments.registry import Experiment
 from rt_lib.tasks import MemorisationTask, bits_memorised, bits_net_of_chance, memorisation
 
@@ -31,6 +32,8 @@ class MemorisationParams(GridParams):
     weight_decay: float = 1e-4  # the authors' memorisation run
     warmup_steps: int = 100
     eval_every: int = 150
+    # The smoke test: the authors' batch of 32,768 cut to 1,024, the first 1,024 labels scored
+    SMOKE: ClassVar[dict[str, Any]] = GridParams.SMOKE | {"batch_size": 1024, "eval_rows": 1024}
 
     def check_task(self) -> None:
         super().check_task()  # n
@@ -42,7 +45,8 @@ class MemorisationParams(GridParams):
         return memorisation(self.n, self.label_seed, self.layout)
 
 
-EXPERIMENT = Experiment(NAME, MemorisationParams, title="memorising random labels (Table 3)")
+EXPERIMENT = Experiment(NAME, MemorisationParams, title="memorising random labels (Table 3)",
+                        step_shapes=grid_step_shapes)
 
 
 def run(params: MemorisationParams, save_models: bool = True) -> GridResult:

@@ -82,6 +82,10 @@ class MiiiiParams(Params):
     eval_points: int = 60  # log-spaced evaluations
     n_snapshots: int = 12  # log-spaced weight snapshots for notebooks 12-13
     generalised_at: float = 0.95  # validation accuracy counted as generalised
+    # The smoke test: two full-batch epochs of every run, two evaluations, two snapshots
+    # (what notebooks 12 and 13 read); notebooks 12, 13 and 15 cut their train_params alike
+    SMOKE: ClassVar[dict[str, Any]] = {"epochs": 2, "baseline_epochs": 2, "eval_points": 2,
+                                       "n_snapshots": 2}
     trainable: str = "all"  # "embeddings": the random transformer of Zhong & Andreas (notebook 15)
     seed: int = 0
     threads: int | None = None  # torch threads; None: $RT_THREADS or 1 (seeding.set_threads)
@@ -189,8 +193,22 @@ def runs_to_do(params: MiiiiParams) -> list[tuple[str, float, MiiiiParams]]:
     return todo
 
 
+def step_shapes(params: MiiiiParams) -> list:
+    """T_miiii's full-batch step (rt_lib.footprint); every run of the notebook has its shape
+    (the baselines' tasks have the same inputs and fewer or as many heads)."""
+    from rt_lib.footprint import StepShape
+
+    task = params.task("miiii")
+    todo = runs_to_do(params)
+    epochs = sum(own.epochs_for(v, lamb) for v, lamb, own in todo) / len(todo)
+    return [StepShape(f"T_miiii d={params.d_model}", params.model_config(task), task, None,
+                      params.train_config(params.grokfast_lambda, None), steps=round(epochs),
+                      runs=len(todo))]
+
+
 EXPERIMENT = Experiment(
     NAME, MiiiiParams, title="miiii training and its baselines (Figs. 4-6)",
+    step_shapes=step_shapes,
     not_shown_on_cpu={
         "masked-next-primes-first": (
             "in the CPU profile's 1,500 epochs of T_masked no unmasked head reaches 0.95 validation "
@@ -230,6 +248,14 @@ def run(params: MiiiiParams, name: str = NAME) -> dict[str, MiiiiRun]:
                      dropout=own.dropout if own.dropout != params.dropout else None)
         out[r.label] = r
     return out
+
+
+def smoke_train_params(config: dict[str, Any]) -> dict[str, Any]:
+    """The smoke config of a notebook that reads notebook 11's runs: its ``train_params`` cut as
+    notebook 11's own smoke config is, so that it finds the smoke runs."""
+    named = config.get("train_params") or {}
+    defaults = {k: MiiiiParams.__dataclass_fields__[k].default for k in MiiiiParams.SMOKE}
+    return config | {"train_params": MiiiiParams.smoke_config(defaults | named)}
 
 
 def training_params(train_params: dict[str, Any], variants: tuple[str, ...],

@@ -16,7 +16,7 @@ import pandas as pd
 from rt_lib import fourier
 from rt_lib.claims import Claims
 from rt_lib.experiments.miiii import NAME as TRAINING
-from rt_lib.experiments.miiii import MiiiiParams, MiiiiRun, training_params
+from rt_lib.experiments.miiii import MiiiiParams, MiiiiRun, smoke_train_params, training_params
 from rt_lib.experiments.registry import Experiment
 from rt_lib.params import Params
 
@@ -32,6 +32,11 @@ class EmbeddingParams(Params):
     fractions: tuple[float, ...] = (0.5, 0.9)  # the marks on the singular-value curves
     n_vectors: int = 4  # top singular vectors shown
     pos_dims: int = 37  # Pearson r also over the first pos_dims dimensions: the authors' Fig. 7 shows 37
+
+    @classmethod
+    def smoke_config(cls, config: dict[str, Any]) -> dict[str, Any]:
+        """The smoke test reads notebook 11's smoke runs (:func:`smoke_train_params`)."""
+        return smoke_train_params(super().smoke_config(config))
 
     def check(self) -> None:
         if not all(0 < f <= 1 for f in self.fractions):

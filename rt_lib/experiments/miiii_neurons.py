@@ -16,7 +16,7 @@ from torch import nn
 
 from rt_lib import fourier
 from rt_lib.experiments.miiii import NAME as TRAINING
-from rt_lib.experiments.miiii import MiiiiParams, training_params
+from rt_lib.experiments.miiii import MiiiiParams, smoke_train_params, training_params
 from rt_lib.experiments.registry import Experiment
 from rt_lib.params import Params
 
@@ -32,6 +32,11 @@ class NeuronParams(Params):
     k_std: float = 1.0  # active = power above mean + k std (code: 1; paper text: 2)
     n_neurons: int = 6  # neurons shown in the static figure
     n_top: int = 3  # top frequencies listed per neuron
+
+    @classmethod
+    def smoke_config(cls, config: dict[str, Any]) -> dict[str, Any]:
+        """The smoke test reads notebook 11's smoke runs (:func:`smoke_train_params`)."""
+        return smoke_train_params(super().smoke_config(config))
 
     def check(self) -> None:
         if self.k_std < 0:

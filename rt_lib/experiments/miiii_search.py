@@ -19,7 +19,7 @@ import json
 import os
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import optuna
 import pandas as pd
@@ -68,6 +68,15 @@ class SearchParams(Params):
     storage: str | None = None  # SQLAlchemy URL; None = SQLite under results/14_miiii_search/
     study_name: str = "miiii_table1_cpu"
     sampler_seed: int = 0  # TPE's seed (each worker adds its own offset)
+
+    @classmethod
+    def smoke_config(cls, config: dict[str, Any]) -> dict[str, Any]:
+        """The smoke test: two trials of a few epochs (at least the 10 the objective averages)."""
+        out = dict(config)
+        fixed = dict(out.get("fixed") or cls().fixed)
+        fixed["epochs"] = min(fixed.get("epochs", MiiiiParams.epochs), 12)
+        fixed["eval_points"] = min(fixed.get("eval_points", MiiiiParams.eval_points), 2)
+        return out | {"fixed": fixed, "n_trials": min(out.get("n_trials", cls.n_trials), 2)}
 
     def check(self) -> None:
         if not self.space:
@@ -159,7 +168,18 @@ def finished(study: optuna.Study) -> int:
     return sum(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)
 
 
-EXPERIMENT = Experiment(NAME, SearchParams, title="Optuna search over Table 1's space")
+def step_shapes(params: SearchParams) -> list:
+    """The costliest corner of the space (widest, most heads, rt_lib.footprint), for every trial."""
+    from rt_lib.experiments.miiii import step_shapes as miiii_shapes
+
+    corner = {k: max(v) for k, v in params.space.items() if k in ("d_model", "n_heads")}
+    trial = params.trial_params(corner)
+    return [replace(s, label=f"trial {s.label}", runs=params.n_trials)
+            for s in miiii_shapes(trial)]
+
+
+EXPERIMENT = Experiment(NAME, SearchParams, title="Optuna search over Table 1's space",
+                        step_shapes=step_shapes)
 
 
 def run_trials(params: SearchParams, n: int, worker: int = 0) -> optuna.Study:

@@ -9,7 +9,8 @@ import pandas as pd
 import torch
 
 from rt_lib.analysis import best_circle_pcs, circularity, pca
-from rt_lib.experiments.common import GridParams, GridResult, run_task_grid
+from rt_lib.experiments.common import (GridParams, GridResult, grid_step_shapes,
+                                       run_task_grid)
 from rt_lib.experiments.registry import Experiment
 from rt_lib.fourier import fourier_power
 from rt_lib.tasks import FiniteTask, modular_addition
@@ -40,6 +41,7 @@ class ModularAdditionParams(GridParams):
 
 EXPERIMENT = Experiment(
     NAME, ModularAdditionParams, title="modular addition (Table 1, Fig. 3)",
+    step_shapes=grid_step_shapes,
     not_shown_on_cpu={
         "circle-on-pcs-1-and-3": (
             "the embedding is a sum of a few circles of nearly equal power, so PCA orders and "

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from rt_lib.experiments.common import GridParams, GridResult, run_task_grid
+from rt_lib.experiments.common import (GridParams, GridResult, grid_step_shapes,
+                                       run_task_grid)
 from rt_lib.experiments.registry import Experiment
 from rt_lib.tasks import NeedleInAHaystack
 
@@ -21,6 +23,7 @@ class NeedleParams(GridParams):
     n_markers: int = 2
     n_test: int = 200  # of about 1,060 distinct sequences: the stream keeps the rest to train on
     test_seed: int = 0
+    SMOKE: ClassVar[dict[str, Any]] = GridParams.SMOKE | {"n_test": 32}
     widths: tuple[int, ...] = (16, 256)
     restarts: int = 3
     steps: int = 1000
@@ -36,7 +39,8 @@ class NeedleParams(GridParams):
                                  n_test=self.n_test, test_seed=self.test_seed)
 
 
-EXPERIMENT = Experiment(NAME, NeedleParams, title="needle-in-a-haystack recall (Table 1, Fig. 2)")
+EXPERIMENT = Experiment(NAME, NeedleParams, title="needle-in-a-haystack recall (Table 1, Fig. 2)",
+                        step_shapes=grid_step_shapes)
 
 
 def run(params: NeedleParams, save_models: bool = True) -> GridResult:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 import pandas as pd
 import torch
 from torch import nn
 
-from rt_lib.experiments.common import GridParams, GridResult, run_task_grid
+from rt_lib.experiments.common import (GridParams, GridResult, grid_step_shapes,
+                                       run_task_grid)
 from rt_lib.experiments.registry import Experiment
 from rt_lib.tasks import Parentheses
 from rt_lib.tasks.dyck import CLOSE, PAD
@@ -25,6 +26,7 @@ class ParenthesesParams(GridParams):
     min_pairs: int = 6
     n_test: int = 1000
     test_seed: int = 0
+    SMOKE: ClassVar[dict[str, Any]] = GridParams.SMOKE | {"n_test": 32}
     widths: tuple[int, ...] = (16, 256)
     restarts: int = 3
     steps: int = 650
@@ -48,7 +50,8 @@ def majority_baseline(task: Parentheses) -> float:
     return (y == y.mode().values).float().mean().item()
 
 
-EXPERIMENT = Experiment(NAME, ParenthesesParams, title="parenthesis balancing (Table 1)")
+EXPERIMENT = Experiment(NAME, ParenthesesParams, title="parenthesis balancing (Table 1)",
+                        step_shapes=grid_step_shapes)
 
 
 def run(params: ParenthesesParams, save_models: bool = True) -> GridResult:

@@ -8,12 +8,13 @@ random transformer compute?  The fully trained baseline is notebook 11's run wit
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import pandas as pd
 
 from rt_lib.experiments import miiii
-from rt_lib.experiments.miiii import MiiiiParams, MiiiiRun, training_params
+from rt_lib.experiments.miiii import MiiiiParams, MiiiiRun, smoke_train_params, training_params
 from rt_lib.experiments.registry import Experiment
 from rt_lib.params import Params, check_positive_ints
 
@@ -30,6 +31,14 @@ class RandomMiiiiParams(Params):
     random_overrides: dict = field(default_factory=lambda: {"epochs": 1500})
     widths: tuple[int, ...] = (128,)  # d_model of the random transformers
 
+    @classmethod
+    def smoke_config(cls, config: dict[str, Any]) -> dict[str, Any]:
+        """The smoke test reads notebook 11's smoke runs (:func:`smoke_train_params`)."""
+        out = smoke_train_params(super().smoke_config(config))
+        random = out.get("random_overrides", {"epochs": 1500})
+        cut = {k: min(v, MiiiiParams.SMOKE[k]) for k, v in random.items() if k in MiiiiParams.SMOKE}
+        return out | {"random_overrides": random | cut}
+
     def check(self) -> None:
         check_positive_ints("widths", self.widths)
         self.trained()
@@ -44,7 +53,15 @@ class RandomMiiiiParams(Params):
                                d_model=width, trainable="embeddings")
 
 
-EXPERIMENT = Experiment(NAME, RandomMiiiiParams, reads=(miiii.NAME,),
+def step_shapes(params: RandomMiiiiParams) -> list:
+    """The widest random transformer on T_miiii (the trained runs are notebook 11's)."""
+    shapes = [s for w in params.widths for s in miiii.step_shapes(params.random(w))]
+    widest = max(params.widths)
+    runs = sum((w / widest) ** 2 for w in params.widths) * len(params.variants)
+    return [replace(shapes[-1], label=f"random {shapes[-1].label}", runs=runs)]
+
+
+EXPERIMENT = Experiment(NAME, RandomMiiiiParams, reads=(miiii.NAME,), step_shapes=step_shapes,
                         title="the random transformer on miiii's tasks (beyond both papers)")
 
 

@@ -25,6 +25,7 @@ import json
 import os
 import pkgutil
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -41,12 +42,22 @@ DEFAULT_PROFILE = "cpu"  # the notebooks' own defaults; no config file
 PROFILE_ENV = "RT_PROFILE"  # set by the runner: the profile a notebook runs in
 PARAMETERS_FILE = "parameters.yaml"
 _SAFE = re.compile(r"[A-Za-z0-9_.,=\-\[\]]+")
+SMOKE = "-smoke"  # "paper-smoke": the paper profile's smoke test (Params.SMOKE), results of its own
 MAX_SLUG = 48  # longer change lists are named by a hash (parameters.yaml says what they are)
 
 
 def available_profiles() -> list[str]:
     return [DEFAULT_PROFILE] + sorted(p.name for p in CONFIGS.iterdir() if p.is_dir()
                                       and p.name != DEFAULT_PROFILE)
+
+
+def is_smoke(profile: str) -> bool:
+    return profile.endswith(SMOKE)
+
+
+def base_profile(profile: str) -> str:
+    """The profile a smoke test cuts down ("paper" for "paper-smoke"); others are their own."""
+    return profile[: -len(SMOKE)] if is_smoke(profile) else profile
 
 
 def current_profile() -> str:
@@ -76,9 +87,15 @@ class Experiment:
     # Claims measured not to show at the CPU profile's scale: {claim id: the measurement and the
     # scale that shows it}.  Recorded and reported there, never failing its run (rt_lib.claims).
     not_shown_on_cpu: dict[str, str] = field(default_factory=dict, compare=False)
+    # The training steps the notebook takes, for rt_lib.footprint (peak memory, FLOPs per step
+    # at a profile's batch): parameters -> [StepShape]; None for a notebook that trains nothing.
+    step_shapes: Callable[[Any], list] | None = field(default=None, compare=False)
 
     def profile_config(self, profile: str) -> dict[str, Any]:
-        """The values ``profile`` injects ({} for the CPU profile)."""
+        """The values ``profile`` injects ({} for the CPU profile); a smoke profile's are its base
+        profile's with the experiment's smoke cuts (:attr:`rt_lib.params.Params.SMOKE`)."""
+        if is_smoke(profile):
+            return self.params.smoke_config(self.profile_config(base_profile(profile)))
         if profile == DEFAULT_PROFILE:
             return {}
         path = CONFIGS / profile / f"{self.name}.yaml"
@@ -116,7 +133,10 @@ class Experiment:
             atomic_write_text(out / PARAMETERS_FILE, yaml.safe_dump(record, sort_keys=False))
             print(f"exploration run: results in {out} (the profile's stay as they were)")
         on_cpu = current_profile() == DEFAULT_PROFILE
-        return params, out, Claims(out, strict=not exploring,
+        if is_smoke(current_profile()):
+            print(f"smoke test of the {base_profile(current_profile())} profile: its shapes, a "
+                  "handful of steps; the claims below are checked, not meant to hold")
+        return params, out, Claims(out, strict=not exploring and not is_smoke(current_profile()),
                                    not_shown=self.not_shown_on_cpu if on_cpu else None)
 
 

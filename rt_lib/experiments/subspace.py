@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 import torch
@@ -66,6 +66,7 @@ class SubspaceParams(Params):
     max_states: int = 4000  # hidden-state vectors per layer, sampled with the seed
     fallback_width: int = 128  # models trained here when a notebook left no checkpoint
     fallback_steps: int = 300
+    SMOKE: ClassVar[dict[str, Any]] = {"max_states": 500, "fallback_steps": 2}
     seed: int = 0
     threads: int | None = None  # None: $RT_THREADS or 1 (seeding.set_threads)
 

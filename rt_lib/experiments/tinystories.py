@@ -11,7 +11,7 @@ import math
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 from torch import nn
@@ -64,6 +64,28 @@ class TinyStoriesParams(GridParams):
     sample_width: int | None = None  # width of the models that complete prompts; None = widest
     sample_tokens: int = 40
     temperature: float = 0.7
+    # The smoke test reads the local stories (no network: the hub's copy is not tried), the first
+    # 2,000 of them (the tokenizer still learns the profile's vocabulary size), one step of one
+    # window (a step of 20 windows of 512 tokens takes many minutes at width 4,096 on a CPU),
+    # one validation window, a few sampled tokens
+    SMOKE: ClassVar[dict[str, Any]] = GridParams.SMOKE | {
+        "from_hub": False, "max_stories": 2000, "epochs": None, "batch_size": 1, "steps": 1,
+        "eval_every": 1, "n_valid_windows": 1, "sample_tokens": 8}
+    #: The widest model the smoke test trains here: the trained width-4,096 model's weights,
+    #: gradients and AdamW moments alone take 14 GiB (875 M parameters), which with the other
+    #: models of the grid held for the analyses does not fit this 24 GiB machine; the smoke
+    #: test's footprint table estimates its step instead (rt_lib.footprint).
+    SMOKE_MAX_WIDTH: ClassVar[int] = 2048
+
+    @classmethod
+    def smoke_config(cls, config: dict[str, Any]) -> dict[str, Any]:
+        out = super().smoke_config(config)
+        for key in ("widths", "random_widths"):
+            if key in out:
+                out[key] = [w for w in out[key] if w <= cls.SMOKE_MAX_WIDTH]
+        if out.get("sample_width") is not None:
+            out["sample_width"] = min(out["sample_width"], cls.SMOKE_MAX_WIDTH)
+        return out
     top_k: int | None = 40
 
     def check_task(self) -> None:
@@ -122,8 +144,32 @@ class TinyStoriesParams(GridParams):
             return self.steps
         return math.ceil(self.epochs * len(task.train_ids) / (self.batch_size * self.n_ctx))
 
+#: Stories in the hub's training split (roneneldan/TinyStories, its dataset card), what the paper
+#: profile's epochs run over.
+HUB_TRAIN_STORIES = 2_119_719
+
+
+def step_shapes(params: TinyStoriesParams) -> list:
+    """Both kinds at the widest width (rt_lib.footprint).  The shapes do not depend on the text:
+    where the profile reads the hub (no network here), 2,000 local stories stand in for it and
+    the steps of ``epochs`` are scaled from them to the hub's training split."""
+    from rt_lib.experiments.common import grid_step_shapes
+
+    hub = params.from_hub
+    if hub:
+        params = replace(params, from_hub=False, max_stories=params.max_stories or 2000)
+    task = params.task()
+    steps = params.steps_for(task)
+    if hub and params.epochs is not None:
+        steps = math.ceil(steps * HUB_TRAIN_STORIES / len(params.stories().train))
+    params = replace(params, steps=steps,
+                     widths=tuple(sorted({*params.widths, *params.random_widths})))
+    return grid_step_shapes(params, task)
+
+
 EXPERIMENT = Experiment(
     NAME, TinyStoriesParams, title="TinyStories across widths (Figs. 4-5)",
+    step_shapes=step_shapes,
     not_shown_on_cpu={
         "random-needs-16x-width": (
             "at 400 steps both kinds are far from converged and the trained model's lead is "

@@ -1,0 +1,64 @@
+"""The GPU planning table of the paper profile (README, "Running the paper profile").
+
+    source scripts/kernel_env.sh; source scripts/data_env.sh
+    .venv/bin/python benchmarks/paper_plan.py [--profile paper] [--jobs 2] [NN ...]
+
+For every training step of each paper-profile notebook (``Experiment.step_shapes``: the widest
+model of each kind) it prints the step's FLOPs, steps, runs, peak memory at the profile's batch
+(rt_lib.footprint: measured where one step is cheap here, else estimated on the meta device,
+as marked), and GPU-hours on an A100 and an H100: the run's FLOPs over the GPU's float32 peak
+times the fraction of this CPU's practical peak (a one-thread 2048 x 2048 product) that the
+same step achieved here.  Every hour figure is an estimate; it assumes a GPU reaches the same
+fraction of its peak as one CPU thread does on the same shapes.  Notebook 08's steps are counted
+over the local TinyStories text (the profile's 5 epochs over the stories found).  Nothing is
+written; run it alone on the machine (timings feed the fractions).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import pandas as pd
+
+from rt_lib.footprint import GPU_FP32_TFLOPS, matmul_rate, planning_table, profile_footprints
+
+
+def markdown(frame: pd.DataFrame) -> str:
+    """A Markdown table; numbers with three significant digits and thousands separators."""
+    def cell(v: object) -> str:
+        if isinstance(v, float):
+            return "-" if v != v else f"{v:,.3g}" if abs(v) < 1000 else f"{v:,.0f}"
+        return str(v)
+
+    lines = ["| " + " | ".join(frame.columns) + " |", "|" + "---|" * len(frame.columns)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("notebooks", nargs="*", help="notebook names (default: all)")
+    parser.add_argument("--profile", default="paper")
+    parser.add_argument("--jobs", type=int, default=1, help="steps measured at once")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    rate = matmul_rate()
+    table = planning_table(profile_footprints(args.profile, args.notebooks or None,
+                                              jobs=args.jobs), rate)
+    print(f"this CPU, one thread: {rate / 1e9:.0f} GFLOP/s on a 2048 x 2048 float32 product; "
+          f"GPU float32 peaks (TFLOP/s): {GPU_FP32_TFLOPS}")
+    cols = {"notebook": "notebook", "step": "step", "batch": "batch", "params_M": "params (M)",
+            "GFLOP_per_step": "GFLOP / step", "steps": "steps", "runs": "runs",
+            "peak_GiB": "peak GiB", "peak": "peak is", "cpu_fraction": "CPU fraction",
+            "A100_hours": "A100 h (est.)", "H100_hours": "H100 h (est.)"}
+    print(markdown(table[list(cols)].rename(columns=cols)))
+    per_notebook = table.groupby("notebook", as_index=False)[["A100_hours", "H100_hours"]].sum()
+    print("\nper notebook (GPU-hours, estimated):")
+    print(markdown(per_notebook))
+    print(f"\ntotal: A100 {per_notebook.A100_hours.sum():,.0f} h, "
+          f"H100 {per_notebook.H100_hours.sum():,.0f} h ({time.perf_counter() - start:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
