@@ -34,13 +34,16 @@ def _notebook_of(nodeid: str) -> str | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Notebooks first, by rank (cells keep their order: a stable sort), then the unit tests:
-    the order in which the scheduler hands out the work."""
+    """Notebooks first, by rank (cells keep their order: a stable sort), then the unit-test
+    modules that hold a test marked ``long`` (the smoke run: handed out as early as possible, so
+    that it runs beside notebooks rather than alone at the end), then the other unit tests: the
+    order in which the scheduler hands out the work."""
     if not any(item.path.suffix == ".ipynb" for item in items):
         return
     _, rank = _plan()
+    long_modules = {item.path for item in items if item.get_closest_marker("long")}
     items.sort(key=lambda item: rank.get(item.path.stem, len(rank)) if item.path.suffix == ".ipynb"
-               else len(rank))
+               else len(rank) + (item.path not in long_modules))
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
@@ -96,6 +99,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "fault: a fault case (bad input, interruption, damaged "
                                        "file); counted in the summary line")
+    config.addinivalue_line("markers", "long: a test of minutes (an end-to-end run): its module "
+                                       "is handed out before the other unit tests")
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

@@ -5,7 +5,8 @@
 # Tests run on RT_TEST_JOBS pytest-xdist workers (default: usable cores / RT_THREADS, at most 4),
 # each with one torch thread; conftest.py keeps each notebook on one worker and hands out a
 # notebook only once those whose results it reads have finished.  RT_TEST_JOBS=0 runs everything
-# in this process.  A cell may take up to 30 minutes (the training cells of 01 and 04 are the
+# in this process.  The 20 slowest tests are listed at the end (where the time goes: the budget
+# is 60 minutes).  A cell may take up to 30 minutes (the training cells of 01 and 04 are the
 # longest: the README has their times).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -21,4 +22,4 @@ jobs="${RT_TEST_JOBS:-$(.venv/bin/python -c 'from rt_lib.runner import default_j
 [ "$jobs" = 1 ] && jobs=0  # one worker: no need for xdist's extra process
 exec .venv/bin/python -m pytest tests notebooks --nbval --nbval-current-env \
   --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 1800 -p no:cacheprovider \
-  -n "$jobs" --dist loadscope --no-loadscope-reorder "$@"
+  -n "$jobs" --dist loadscope --no-loadscope-reorder --durations 20 "$@"
