@@ -9,13 +9,14 @@ on this CPU:
 
 - **peak memory**: the process's peak resident memory over building the model and two steps
   (weights, gradients, AdamW's moments, activations, the batch), less what it held before
-  (Python and torch).  Where one step at the profile's batch would take too long here, the
-  step also runs on the meta device (shapes without arithmetic) at the profile's batch and the
-  peak is estimated from it (:func:`measure` says how).  On a GPU add the CUDA context (about
-  0.5 GiB) and allocator slack.
+  (Python and torch).  Where one step at the profile's batch would take too long here, it is
+  taken at two smaller batches and the peak extrapolated, or, for the largest models, the step
+  runs on the meta device (shapes without arithmetic) at the profile's batch, a lower bound
+  (:func:`measure` says which).  On a GPU add the CUDA context (about 0.5 GiB) and allocator
+  slack.
 - **FLOPs**: counted by torch's ``FlopCounterMode`` (matrix products and attention, forward
-  and backward) at the profile's batch on the meta device, or at the batch taken here scaled
-  linearly; where nothing is counted, 6 x parameters x tokens, marked ``approx``.
+  and backward) at the profile's batch on the meta device, or at the batches taken here
+  extrapolated linearly; where nothing is counted, 6 x parameters x tokens, marked ``approx``.
 - **seconds** of the second step at the batch taken here (one thread), and the FLOP/s achieved.
 """
 
@@ -25,12 +26,13 @@ import multiprocessing
 import resource
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from rt_lib.model import LSTMConfig, ModelConfig, build_model
+from rt_lib.model import LSTMConfig, ModelConfig, TransformerConfig, build_model
 from rt_lib.seeding import set_threads
 from rt_lib.tasks.base import Task
 from rt_lib.train import TrainConfig, make_optimizer, train_step
@@ -115,12 +117,23 @@ def _peak() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
 
 
-def _step(shape: StepShape, rows: int, out: multiprocessing.Queue) -> None:
-    """In a fresh process: build, two steps (the first counted, the second timed), report."""
+#: Model options of the step run on the meta device: the plain forward.  The transformer's
+#: last-position shortcut ("shared": each distinct prefix once) depends on the data, which the
+#: meta device does not have; without it the step does at least the work of the real one, so its
+#: FLOPs and memory are upper bounds of a step that takes the shortcut.
+PLAIN: dict[type, dict[str, Any]] = {TransformerConfig: {"last_position": "full"}}
+
+
+MIN_ROWS = 4  # the larger of the two batches an estimate extrapolates from has at least this many
+
+
+def _step(shape: StepShape, rows: int, plain: bool, out: multiprocessing.Queue) -> None:
+    """In a fresh process: build, two steps (the first counted, the second timed), report.
+    ``plain``: the plain forward (:data:`PLAIN`), as on the meta device."""
     set_threads(1)
     _reset_peak()
     base = _rss()
-    model = build_model(shape.model, 0)
+    model = build_model(shape.model, 0, **(PLAIN.get(type(shape.model), {}) if plain else {}))
     x, y = shape.task.get_batch(0, rows, 0)
     optimizer = make_optimizer(model, shape.train)
     with FlopCounterMode(display=False) as counter:
@@ -133,10 +146,10 @@ def _step(shape: StepShape, rows: int, out: multiprocessing.Queue) -> None:
     out.put((peak - base, float(counter.get_total_flops()), seconds, n_params))
 
 
-def _run(shape: StepShape, rows: int) -> tuple[float, float, float, int]:
+def _run(shape: StepShape, rows: int, plain: bool = False) -> tuple[float, float, float, int]:
     ctx = multiprocessing.get_context("spawn")
     queue = ctx.Queue()
-    proc = ctx.Process(target=_step, args=(shape, rows, queue))
+    proc = ctx.Process(target=_step, args=(shape, rows, plain, queue))
     proc.start()
     proc.join()
     if proc.exitcode != 0:
@@ -163,13 +176,14 @@ def rough_flops(shape: StepShape, rows: int) -> float:
 
 def on_meta(shape: StepShape, rows: int) -> tuple[float, float, int] | None:
     """(estimated peak bytes, FLOPs, parameters) of one step at ``rows`` rows, from the step
-    run on the meta device (shapes only: no memory, no arithmetic, any size); None where the
-    model cannot run there.  The estimate is the weights, gradients and AdamW's two moments of
-    the trained ones, plus every activation autograd keeps for the backward pass (summed by a
-    saved-tensor hook, each storage once); the backward's transients come on top."""
+    run on the meta device (shapes only: no memory, no arithmetic, any size) with the plain
+    forward (:data:`PLAIN`); None where the model cannot run there.  The estimate is the
+    weights, gradients and AdamW's two moments of the trained ones, plus every activation
+    autograd keeps for the backward pass (summed by a saved-tensor hook, each storage once); the
+    backward's transients come on top."""
     try:
         with torch.device("meta"):
-            model = build_model(shape.model, 0)
+            model = build_model(shape.model, 0, **PLAIN.get(type(shape.model), {}))
         x, y = (t.to("meta") for t in shape.task.get_batch(0, rows, 0))
         weights = {p.untyped_storage()._cdata for p in model.parameters()}
         saved: dict[int, int] = {}
@@ -198,41 +212,41 @@ def measure(shape: StepShape, max_flops: float = 2e11) -> Footprint:
     """One step of ``shape`` at its profile's batch (see the module's docstring):
 
     - taken here where it costs at most ``max_flops`` (seconds on one core): measured;
-    - else run on the meta device at the profile's batch (:func:`on_meta`) and taken here at
-      the largest batch within ``max_flops``: the meta estimate at the profile's batch plus
-      what the step taken here held beyond its own meta estimate (the batch, the backward's
-      transients, the allocator; the part of these that grows with the batch is missed, so
-      this leans low): estimated;
-    - where even one row costs more than 20 x ``max_flops``: the meta estimate alone, a lower
-      bound, untimed;
-    - where the model cannot run on the meta device: two smaller batches taken here, the peak
-      extrapolated linearly in the batch."""
+    - where fewer than :data:`MIN_ROWS` rows fit in ``max_flops``: the step run on the meta
+      device at the profile's batch (:func:`on_meta`), its estimate a lower bound; timed at one
+      row here where that row costs at most 20 x ``max_flops``;
+    - else taken here at two batches within ``max_flops`` (the larger and a quarter of it) with
+      the plain forward (:data:`PLAIN`: the same work whatever the data), the peak extrapolated
+      linearly in the batch (a step's memory is affine in it); FLOPs counted on the meta device
+      at the profile's batch, or extrapolated alike where the model cannot run there:
+      estimated."""
     rows = shape.rows()
     per_row = rough_flops(shape, 1)
     lstm = isinstance(shape.model, LSTMConfig)  # torch counts none of its fused CPU kernels
+    meta = None
     if per_row * rows <= max_flops:
         peak, flops, seconds, count = _run(shape, rows)
         measured, kind = (rows,), "measured"
         if lstm and (meta := on_meta(shape, rows)) is not None:
             flops = meta[1]  # on the meta device the LSTM decomposes into counted products
-    elif (meta := on_meta(shape, rows)) is not None:
-        flops, count = meta[1], meta[2]
-        if per_row > 20 * max_flops:
-            peak, seconds, measured, kind = meta[0], float("nan"), (), "lower bound"
-        else:
-            small = max(1, min(rows, int(max_flops // per_row)))
-            here = _run(shape, small)
-            # what the step taken here held beyond its meta estimate (the batch, the backward's
-            # transients, the allocator), added at the profile's batch as measured
-            peak = meta[0] + max(here[0] - on_meta(shape, small)[0], 0.0)
-            seconds, measured, kind = here[2], (small,), "estimated"
+    elif per_row * MIN_ROWS > max_flops and (meta := on_meta(shape, rows)) is not None:
+        peak, flops, count = meta
+        seconds, measured, kind = float("nan"), (), "lower bound"
+        if per_row <= 20 * max_flops:  # one row is affordable: it times the step (FLOP/s)
+            one = _run(shape, 1, plain=True)
+            seconds, measured = one[2], (1,)
     else:
+        meta = on_meta(shape, rows)
         small = max(2, min(rows, int(max_flops // per_row)))
         low = max(1, small // 4)
-        p_low, p_high = _run(shape, low), _run(shape, small)
-        peak = p_high[0] + max(p_high[0] - p_low[0], 0.0) / (small - low) * (rows - small)
-        flops, seconds, count = p_high[1] * rows / small, p_high[2], p_high[3]
-        measured, kind = (low, small), "estimated"
+        p_low, p_high = _run(shape, low, plain=True), _run(shape, small, plain=True)
+
+        def at_rows(i: int) -> float:  # item i of the runs, extrapolated to the profile's batch
+            return p_high[i] + max(p_high[i] - p_low[i], 0.0) / (small - low) * (rows - small)
+
+        peak = at_rows(0)
+        flops = meta[1] if meta is not None else at_rows(1)
+        seconds, count, measured, kind = p_high[2], p_high[3], (low, small), "estimated"
     approx = flops == 0
     if approx:
         flops = rough_flops(shape, rows)

@@ -4,6 +4,7 @@
     ./run_all.sh --profile paper      # inject configs/paper/<notebook>.yaml (GPU when present)
     ./run_all.sh --only 01 --set p=59 # one notebook, one parameter changed
     ./run_all.sh --jobs 1             # one notebook at a time (default: one per free core)
+    ./run_all.sh --profile paper --executor slurm   # training runs as Slurm job arrays
 
 Everything is validated before the first notebook starts: profile, notebook names, that each
 injected parameter exists in the notebook's ``parameters`` cell, and every notebook's parameters
@@ -26,12 +27,16 @@ A notebook whose results are up to date (:mod:`rt_lib.manifest`) is skipped, als
 ``--only``; ``--force`` reruns every selected notebook.  Interrupted (Ctrl-C, SIGTERM, even
 SIGKILL) a run leaves no notebook process behind; the next run removes the temporary files of
 unfinished writes and reruns only what did not finish (miiii runs resume from their checkpoint).
+
+``--executor local|slurm`` hands a notebook's training runs to submitit (:mod:`rt_lib.executor`);
+the notebook waits for its jobs and goes on.  The executor is not part of a run's key.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import faulthandler
 import fcntl
 import importlib
 import json
@@ -53,6 +58,7 @@ from rt_lib import claims
 from rt_lib.experiments.registry import (CONFIGS, DEFAULT_PROFILE, PROFILE_ENV, SMOKE,
                                          Experiment, available_profiles, base_profile,
                                          folder_name, is_smoke, registry, runs)
+from rt_lib.executor import KINDS, ExecutorConfig, load_config, to_env
 from rt_lib.io import FOLDERS_ENV, PROJECT_ROOT, RESUME, atomic_path
 from rt_lib.manifest import Manifest, content_key, is_temporary
 
@@ -105,6 +111,21 @@ def parse_sets(pairs: list[str] | None) -> dict:
             raise RunError(f"--set expects key=value, got {pair!r}")
         out[key.strip()] = yaml.safe_load(value)
     return out
+
+
+def executor_config(kind: str, path: str | None, sets: dict) -> ExecutorConfig:
+    """``--executor``'s settings: its config file, then the ``executor.<key>`` entries of
+    ``--set`` (taken out of ``sets``: they are not notebook parameters, and the executor never
+    changes a result, so it is not part of a run's key)."""
+    prefix = "executor."
+    overrides = {k.removeprefix(prefix): sets.pop(k) for k in list(sets) if k.startswith(prefix)}
+    if (path or overrides) and kind == "inline":
+        raise RunError("executor settings (--executor-config, --set executor.*) need "
+                       "--executor local or slurm")
+    try:
+        return load_config(kind, path, overrides)
+    except ValueError as err:
+        raise RunError(str(err)) from None
 
 
 @cache
@@ -291,11 +312,14 @@ def _child(job: Job, output: Path, log_output: bool, parent: int, key: str,
     if os.getppid() != parent:  # the runner died before prctl took effect
         os._exit(1)
     signal.signal(signal.SIGTERM, _interrupt)  # unwind: kernel shut down, temporary file removed
+    if hasattr(signal, "SIGUSR1"):
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     os.environ["RT_RESULTS"] = str(job.output_dir.parent)
     os.environ[PROFILE_ENV] = profile
     # Where this notebook writes and where the notebooks it reads wrote (rt_lib.io.folder_of).
     os.environ[FOLDERS_ENV] = json.dumps({**job.reads, job.name: job.folder})
     os.environ["RT_RUN_KEY"] = key  # mid-run checkpoints resume only for these exact inputs
+    os.environ["RT_NOTEBOOK"] = job.name  # whose folder holds them (experiments.common.resume_dir)
     try:
         execute(job, output, log_output, SMOKE_CELL_TIMEOUT if is_smoke(profile) else None)
     except Exception as err:
@@ -495,16 +519,26 @@ def main(argv: list[str] | None = None) -> int:
                         help="the profile's smoke test: every notebook at the profile's shapes "
                              "with a handful of steps, into results/<profile>-smoke/ (with "
                              "--profile paper: what a GPU run would hit first, on this CPU)")
+    parser.add_argument("--executor", choices=KINDS, default="inline",
+                        help="where training runs execute: inline (in the notebook, default), "
+                             "local (submitit jobs on this machine) or slurm (a Slurm job array "
+                             "per notebook; settings from configs/slurm.yaml, --executor-config "
+                             "or --set executor.<key>=<value>)")
+    parser.add_argument("--executor-config", metavar="FILE",
+                        help="YAML of executor settings (rt_lib.executor.ExecutorConfig)")
     parser.add_argument("--log-output", action="store_true", help="stream cell output")
     parser.add_argument("--list", action="store_true",
                         help="list notebooks, profiles and the runs under results/")
     args = parser.parse_args(argv)
+    if hasattr(signal, "SIGUSR1"):  # `kill -USR1 <pid>` prints where a stuck run is, and goes on
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
 
     try:
         if args.list:
             list_runs()
             return 0
         sets = parse_sets(args.sets)
+        executor = executor_config(args.executor, args.executor_config, sets)
         if args.update_notebooks and (args.profile != DEFAULT_PROFILE or sets or args.smoke):
             raise RunError("--update-notebooks only records the CPU profile without --set or "
                            "--smoke")
@@ -523,6 +557,7 @@ def main(argv: list[str] | None = None) -> int:
     # Progress bars inside notebooks would land in their stderr outputs (and in nbval's
     # comparison); the runner prints a line per notebook started and finished instead.
     os.environ.setdefault("TQDM_DISABLE", "1")
+    os.environ.update(to_env(executor))  # the notebooks' training runs read it (rt_lib.executor)
     n_jobs = args.jobs or default_jobs()
     outputs = {job.name: job.notebook if args.update_notebooks
                else job.output_dir / f"{job.name}.ipynb" for job in jobs}
@@ -541,8 +576,9 @@ def main(argv: list[str] | None = None) -> int:
             manifest = Manifest(root)
             for problem in manifest.problems:
                 print(f"run_all.sh: warning: {problem}", file=sys.stderr, flush=True)
+            where = "" if executor.kind == "inline" else f", training runs as {executor.kind} jobs"
             print(f"run_all.sh: {len(jobs)} notebook(s), {args.profile} profile, {n_jobs} at a "
-                  f"time; manifest {manifest.path}", flush=True)
+                  f"time{where}; manifest {manifest.path}", flush=True)
             outcome = run_jobs(jobs, outputs, n_jobs, args.log_output, manifest, args.profile,
                                rerun)
     except RunError as err:

@@ -7,7 +7,9 @@ training loop and returns a metrics table with a row per run (seeded and recorde
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -17,12 +19,13 @@ import pandas as pd
 from torch import nn
 
 from rt_lib.batched import can_batch, train_batched
+from rt_lib.executor import Job, current as current_executor, run_jobs
 from rt_lib.io import RESUME, atomic_save_torch, load_torch, results_dir
 from rt_lib.model import LSTMConfig, TransformerConfig, build_model, count_params
 from rt_lib.params import Params, check_positive_ints
 from rt_lib.seeding import derive
 from rt_lib.tasks.base import Task
-from rt_lib.train import TrainConfig, train
+from rt_lib.train import TrainConfig, TrainResult, train
 
 #: kind -> (architecture, trainable parts, transformer settings).  "random" = only the token
 #: embedding, position embedding and unembedding train (SPEC A).  The last four are the embedding
@@ -189,8 +192,12 @@ def run_task_grid(name: str, params: GridParams, save_models: bool = True,
         folder = results_dir(name) / "models"
         shutil.rmtree(folder, ignore_errors=True)
         ckpt = str(folder)
+    resume = resume_dir(name)
+    # Submitted runs (--executor local|slurm) keep their results beside the mid-run checkpoints
+    # (removed by the runner once the notebook finished); outside the runner, in the results.
+    store = f"{resume}/jobs" if resume is not None else str(results_dir(name) / "jobs")
     parts = [train_grid(task, grid, ckpt, meta={"notebook": name, "params": grid},
-                        resume_dir=resume_dir(name)) for grid in (params, *also)]
+                        resume_dir=resume, job_store=store) for grid in (params, *also)]
     result = GridResult(metrics=pd.concat([p.metrics for p in parts], ignore_index=True), task=task)
     for part in parts:
         result.histories.update(part.histories)
@@ -202,9 +209,15 @@ def resume_dir(name: str) -> str | None:
     """Where a grid run under ``./run_all.sh`` keeps mid-run checkpoints: named by the run's
     content key (``$RT_RUN_KEY``, set by the runner), so an interrupted run resumes only with
     exactly the same inputs; the runner deletes the folder once the notebook finished.  None
-    outside the runner (interactive sessions, nbval): nothing is kept."""
+    outside the runner (interactive sessions, nbval): nothing is kept.  Always in the running
+    notebook's own folder (``$RT_NOTEBOOK``): notebook 06 trains 01-04's grids, and their mid-run
+    files must not land among 01-04's results."""
     key = os.environ.get("RT_RUN_KEY")
-    return str(results_dir(name) / RESUME / key[:16]) if key else None
+    if not key:
+        return None
+    owner = os.environ.get("RT_NOTEBOOK") or name
+    folder = results_dir(owner) / RESUME / key[:16]
+    return str(folder if owner == name else folder / name)
 
 
 class EvalCapped(Task):
@@ -217,6 +230,8 @@ class EvalCapped(Task):
         self.n_ctx, self.last_only = task.n_ctx, task.last_only
 
     def __getattr__(self, name: str) -> Any:  # task-specific fields (p, n_digits, ...)
+        if name.startswith("__") or "inner" not in self.__dict__:  # e.g. while unpickled
+            raise AttributeError(name)
         return getattr(self.__dict__["inner"], name)
 
     def get_batch(self, step: int, batch_size: int | None, seed: int):
@@ -244,7 +259,7 @@ class GridResult:
 
 def train_grid(task: Task, params: GridParams, checkpoint_dir: str | None = None,
                meta: Mapping[str, Any] | None = None,
-               resume_dir: str | None = None) -> GridResult:
+               resume_dir: str | None = None, job_store: str | None = None) -> GridResult:
     """Train every model kind of ``params`` at every width ``params.restarts`` times; seeds
     derive from ``params.seed``.
 
@@ -258,11 +273,19 @@ def train_grid(task: Task, params: GridParams, checkpoint_dir: str | None = None
     ``meta`` is stored in every checkpoint (what rebuilds the task).
     ``resume_dir``: each run checkpoints there (every tenth of its steps) and resumes from it, so
     an interrupted grid continues where it stopped and ends as the uninterrupted one would.
+
+    Under the ``local`` or ``slurm`` executor (:mod:`rt_lib.executor`, ``--executor``) each
+    restart of each model and width is one job, its result kept in the folder ``job_store``
+    under a key of its settings (a rerun submits only the runs missing); without a
+    ``job_store`` (small grids other notebooks train on the side) the grid trains here.
     """
     rows, result = [], GridResult(metrics=pd.DataFrame(), task=task)
     if params.eval_rows is not None:
         task = EvalCapped(task, params.eval_rows)
+    executor = current_executor()
+    submit = executor.kind != "inline" and job_store is not None
     train_cfg, restarts = params.train_config(), params.restarts
+    groups = []  # (width, kind, model config, seeds, train configs, models, batched)
     for width in params.widths:
         for kind in params.models:
             cfg = model_config(kind, task, width, params.n_layers, params.n_heads,
@@ -270,42 +293,75 @@ def train_grid(task: Task, params: GridParams, checkpoint_dir: str | None = None
             extra = params.kind_overrides().get(kind, {})
             seeds = [derive(params.seed, f"restart{r}") % 2**31 for r in range(restarts)]
             tcfgs = [replace(train_cfg, seed=s, **extra) for s in seeds]
-            models = [build_model(cfg, derive(s, "init")) for s in seeds]
-            batched = params.batch_restarts and restarts > 1 and can_batch(cfg, tcfgs[0])
+            # built here only for runs trained here (a submitted job builds its own)
+            models = [] if submit else [build_model(cfg, derive(s, "init")) for s in seeds]
+            # Submitted runs train one restart per job (a GPU each): never batched.
+            batched = (not submit and params.batch_restarts and restarts > 1
+                       and can_batch(cfg, tcfgs[0]))
             if resume_dir is not None and not batched:
                 slug = kind.replace(" ", "_")
                 tcfgs = [replace(c, resume=True, checkpoint_every=max(c.steps // 10, 1),
                                  checkpoint_path=f"{resume_dir}/{slug}_d{width}_r{r}.pt")
                          for r, c in enumerate(tcfgs)]
-            if batched:
-                results = train_batched(models, task, tcfgs)
-            else:
-                results = [train(m, task, c, desc=f"{kind} d={width} #{r}")
-                           for r, (m, c) in enumerate(zip(models, tcfgs))]
-            for restart, (res, run_seed) in enumerate(zip(results, seeds)):
-                # Analyses run on CPU whatever trained the model (a GPU paper run included).
-                model = res.model = res.model.cpu()
-                key = (kind, width, restart)
-                result.histories[key] = res.history
-                result.models[key] = res.model
-                last = res.history.iloc[-1]
-                rows.append({
-                    "model": kind, "width": width, "restart": restart, "seed": run_seed,
-                    **{c: float(last[c]) for c in res.history.columns
-                       if c not in ("step", "lr", "time_s")},  # train_loss and every eval metric
-                    "trainable_params": count_params(model),
-                    "total_params": count_params(model, trainable_only=False),
-                    "steps": res.steps_done, "budget": budget_status(res.history),
-                    "wall_time_s": res.wall_time_s,
-                })
-                if checkpoint_dir is not None:
-                    slug = kind.replace(" ", "_")
-                    atomic_save_torch(
-                        {"config": cfg, "state_dict": res.model.state_dict(), "seed": run_seed,
-                         "model": kind, "width": width, "restart": restart, **(meta or {})},
-                        f"{checkpoint_dir}/{slug}_d{width}_r{restart}.pt")
+            groups.append((width, kind, cfg, seeds, tcfgs, models, batched))
+    if not submit:
+        trained = [train_batched(models, task, tcfgs) if batched else
+                   [train(m, task, c, desc=f"{kind} d={width} #{r}")
+                    for r, (m, c) in enumerate(zip(models, tcfgs))]
+                   for width, kind, _, _, tcfgs, models, batched in groups]
+    else:
+        # A job builds its model from the config and seed (the same weights as built here):
+        # the pickle each job carries stays small however wide the model.
+        jobs = [Job(_job_key(params, kind, width, r, cfg, c), train_one,
+                    (cfg, derive(s, "init"), task, c, f"{kind} d={width} #{r}"))
+                for width, kind, cfg, seeds, tcfgs, _, _ in groups
+                for r, (s, c) in enumerate(zip(seeds, tcfgs))]
+        name = str((meta or {}).get("notebook", "grid"))
+        flat = iter(run_jobs(jobs, job_store, executor, name=name))
+        trained = [[next(flat) for _ in seeds] for _, _, _, seeds, *_ in groups]
+    for (width, kind, cfg, seeds, _, _, _), results in zip(groups, trained):
+        for restart, (res, run_seed) in enumerate(zip(results, seeds)):
+            # Analyses run on CPU whatever trained the model (a GPU paper run included).
+            model = res.model = res.model.cpu()
+            key = (kind, width, restart)
+            result.histories[key] = res.history
+            result.models[key] = res.model
+            last = res.history.iloc[-1]
+            rows.append({
+                "model": kind, "width": width, "restart": restart, "seed": run_seed,
+                **{c: float(last[c]) for c in res.history.columns
+                   if c not in ("step", "lr", "time_s")},  # train_loss and every eval metric
+                "trainable_params": count_params(model),
+                "total_params": count_params(model, trainable_only=False),
+                "steps": res.steps_done, "budget": budget_status(res.history),
+                "wall_time_s": res.wall_time_s,
+            })
+            if checkpoint_dir is not None:
+                slug = kind.replace(" ", "_")
+                atomic_save_torch(
+                    {"config": cfg, "state_dict": res.model.state_dict(), "seed": run_seed,
+                     "model": kind, "width": width, "restart": restart, **(meta or {})},
+                    f"{checkpoint_dir}/{slug}_d{width}_r{restart}.pt")
     result.metrics = pd.DataFrame(rows)
     return result
+
+
+def train_one(model_cfg: Any, init_seed: int, task: Task, cfg: TrainConfig,
+              desc: str) -> TrainResult:
+    """One run of a grid, as a submitted job runs it: the model built from ``model_cfg`` and
+    ``init_seed`` (as :func:`train_grid` builds it), trained; it comes back on the CPU."""
+    res = train(build_model(model_cfg, init_seed), task, cfg, desc=desc)
+    res.model = res.model.cpu()
+    return res
+
+
+def _job_key(params: GridParams, kind: str, width: int, restart: int, cfg: Any,
+             tcfg: TrainConfig) -> str:
+    """``<kind>_d<width>_r<restart>_<digest>``: the digest covers every setting of the run (the
+    grid's parameters, which build the task, and the model's and training's configs)."""
+    settings = repr((params, params.eval_rows, cfg, tcfg))
+    digest = hashlib.sha256(settings.encode()).hexdigest()[:12]
+    return f"{re.sub(r'[^A-Za-z0-9]+', '_', kind).strip('_')}_d{width}_r{restart}_{digest}"
 
 
 def budget_status(history: pd.DataFrame, tail: float = 0.25, tolerance: float = 0.1,

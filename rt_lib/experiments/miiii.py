@@ -22,7 +22,9 @@ from torch import nn
 from rt_lib.claims import Claims
 from rt_lib.experiments.registry import Experiment, current_profile, folder_name
 from rt_lib.grokfast import Grokfast
-from rt_lib.io import atomic_save_torch, load_torch, results_dir, results_root
+from rt_lib.executor import Job, current as current_executor, run_jobs
+from rt_lib.experiments.common import resume_dir
+from rt_lib.io import CorruptFileError, atomic_save_torch, load_torch, results_dir, results_root
 from rt_lib.model import TransformerConfig, build_model, miiii_config
 from rt_lib.params import Params
 from rt_lib.seeding import derive
@@ -234,12 +236,23 @@ def run(params: MiiiiParams, name: str = NAME) -> dict[str, MiiiiRun]:
     15 reuse notebook 11's runs by asking for the same settings."""
     out = {}
     store = runs_folder(params) if name == NAME else results_dir(name)
-    for variant, lamb, own in runs_to_do(params):
+    todo = [(variant, lamb, own, store / "runs" / own.run_key(variant, lamb),
+             f"T_{variant} λ={lamb:g}" + (f" dropout {own.dropout:g}" if own is not params else ""))
+            for variant, lamb, own in runs_to_do(params)]
+    executor = current_executor()
+    unfinished = [t for t in todo if not _finished(t[3])] if executor.kind != "inline" else []
+    if unfinished:
+        # Each unfinished run is a job that trains it into its folder (resuming a checkpoint a
+        # killed job left); the loop below then loads the finished runs, as a rerun would.
+        resume = resume_dir(name)
+        jobs = [Job(folder.name, train_run, (own, variant, lamb, str(folder), desc))
+                for variant, lamb, own, folder, desc in unfinished]
+        run_jobs(jobs, f"{resume}/jobs" if resume else str(results_dir(name) / "jobs"),
+                 executor, name=name)
+    for variant, lamb, own, folder, desc in todo:
         task = own.task(variant)
-        folder = store / "runs" / own.run_key(variant, lamb)
         config = own.train_config(lamb, folder, own.epochs_for(variant, lamb))
-        result = train(own.model(task), task, config, grad_hook=own.grokfast(lamb),
-                       desc=f"T_{variant} λ={lamb:g}" + (f" dropout {own.dropout:g}" if own is not params else ""))
+        result = train(own.model(task), task, config, grad_hook=own.grokfast(lamb), desc=desc)
         result.model.cpu()  # the analyses run on CPU, also after a GPU paper run
         if not (folder / "run.pt").exists():  # reused runs stay untouched (results manifest)
             atomic_save_torch({"params": own, "variant": variant, "lamb": lamb,
@@ -248,6 +261,23 @@ def run(params: MiiiiParams, name: str = NAME) -> dict[str, MiiiiRun]:
                      dropout=own.dropout if own.dropout != params.dropout else None)
         out[r.label] = r
     return out
+
+
+def train_run(own: MiiiiParams, variant: str, lamb: float, folder: str, desc: str) -> None:
+    """One run of :func:`run` as a submitted job trains it: into ``folder`` (its checkpoint and
+    snapshots), where :func:`run` then finds it finished."""
+    task = own.task(variant)
+    config = own.train_config(lamb, Path(folder), own.epochs_for(variant, lamb))
+    train(own.model(task), task, config, grad_hook=own.grokfast(lamb), desc=desc)
+
+
+def _finished(folder: Path) -> bool:
+    """Whether ``folder`` holds a run trained to its end (its checkpoint says so)."""
+    path = folder / "last.pt"
+    try:
+        return path.exists() and bool(load_torch(path).get("finished", False))
+    except CorruptFileError:
+        return False  # trained again (train() warns and starts from step 0)
 
 
 def smoke_train_params(config: dict[str, Any]) -> dict[str, Any]:

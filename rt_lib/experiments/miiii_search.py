@@ -1,7 +1,8 @@
 """Experiment 14: the hyperparameter search of Syrkis & Søgaard (2024, Table 1) with Optuna.
 
 The study lives in a database: SQLite under ``results/14_miiii_search/`` by default, or any
-SQLAlchemy URL (``postgresql://user:pw@host/db``), so workers on several machines join one study:
+SQLAlchemy URL (``postgresql://user:pw@host/db``) or Optuna's journal file (``journal:<path>``,
+no server: a file on a shared file system), so workers on several machines join one study:
 
     python -m rt_lib.experiments.miiii_search --storage sqlite:///study.db --trials 10
 
@@ -25,6 +26,8 @@ import optuna
 import pandas as pd
 import sqlalchemy
 
+from rt_lib.executor import Job, current as current_executor, run_jobs
+from rt_lib.experiments.common import resume_dir
 from rt_lib.experiments.miiii import MiiiiParams
 from rt_lib.experiments.registry import Experiment
 from rt_lib.io import results_dir
@@ -50,6 +53,9 @@ OBJECTIVES = {"valid_loss_last10": "minimize", "valid_acc": "maximize", "valid_l
 LAST_EPOCHS = 10  # the epochs valid_loss_last10 averages over
 
 
+JOURNAL = "journal:"  # storage "journal:<path>": Optuna's journal file, shared through the file system
+
+
 def default_storage() -> str:
     path = results_dir(NAME) / "study.db"
     return f"sqlite:///{path.resolve()}"
@@ -65,7 +71,7 @@ class SearchParams(Params):
                                                  "train_fraction": 0.8})
     n_trials: int = 12  # the study is run until it has this many finished trials
     objective: str = "valid_loss_last10"  # the authors': mean validation loss, last 10 epochs (min)
-    storage: str | None = None  # SQLAlchemy URL; None = SQLite under results/14_miiii_search/
+    storage: str | None = None  # SQLAlchemy URL or journal:<path>; None = SQLite under results/14_miiii_search/
     study_name: str = "miiii_table1_cpu"
     sampler_seed: int = 0  # TPE's seed (each worker adds its own offset)
 
@@ -110,7 +116,11 @@ class SearchParams(Params):
                                                              "dropout_zero": False}))
 
 
-def _storage(url: str, attempts: int = 10) -> optuna.storages.RDBStorage:
+def _storage(url: str, attempts: int = 10) -> optuna.storages.BaseStorage:
+    if url.startswith(JOURNAL):  # a file on a shared file system: no database server needed
+        from optuna.storages.journal import JournalFileBackend
+
+        return optuna.storages.JournalStorage(JournalFileBackend(url.removeprefix(JOURNAL)))
     # SQLite serialises writers: wait for the lock instead of failing when workers collide.
     kwargs = {"connect_args": {"timeout": 120}} if url.startswith("sqlite") else {}
     for attempt in range(attempts):
@@ -194,9 +204,30 @@ def run_until(params: SearchParams) -> optuna.Study:
     re-running the notebook reuses the study instead of growing it."""
     study = open_study(params)
     missing = params.n_trials - finished(study)
+    executor = current_executor()
+    if missing > 0 and executor.kind != "inline":
+        # Batches of trials as jobs (--executor local|slurm), each a worker joining the study
+        # with a sampler seed of its own; a rerun after a failed job asks only for the trials
+        # still missing.
+        from rt_lib.runner import default_jobs
+
+        at_once = (executor.array_parallelism if executor.kind == "slurm"
+                   else executor.local_parallelism or default_jobs())
+        n_jobs, done = min(missing, at_once), finished(study)
+        sizes = [missing // n_jobs + (i < missing % n_jobs) for i in range(n_jobs)]
+        resume = resume_dir(NAME)
+        run_jobs([Job(f"trials{done}_batch{i}", add_trials, (params, size, done + i + 1))
+                  for i, size in enumerate(sizes)],
+                 f"{resume}/jobs" if resume else str(results_dir(NAME) / "jobs"), executor, NAME)
+        return open_study(params)
     if missing > 0:
         study.optimize(lambda t: objective(params, t), n_trials=missing)
     return study
+
+
+def add_trials(params: SearchParams, n: int, worker: int) -> int:
+    """A submitted batch: ``n`` trials as worker ``worker``; returns the study's finished count."""
+    return finished(run_trials(params, n, worker))
 
 
 def trials_table(study: optuna.Study) -> pd.DataFrame:

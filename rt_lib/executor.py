@@ -1,0 +1,232 @@
+"""Where a notebook's training runs execute (``./run_all.sh --executor``).
+
+``inline``  in the notebook's own process, one run after another: the default, and how the
+            committed notebooks ran.
+``local``   as submitit's local jobs: each run a process of its own, pickled and laid out on disk
+            as on Slurm (a cluster set-up tried on one machine), a few at a time.
+``slurm``   as one Slurm job array per call, through submitit: partition, time, GPUs and array
+            parallelism from ``configs/slurm.yaml``, ``--executor-config FILE`` or
+            ``--set executor.<key>=<value>``.
+
+A job stores its result under its key (the run's settings) in the notebook's job store before it
+ends, and the notebook reads the results from there, not from submitit's pickles.  A call submits
+only the jobs whose result is not stored yet: a rerun after a failed, killed or pre-empted job
+resubmits only what is missing.  An interrupted notebook cancels the jobs it submitted.
+
+The runner passes its choice to the notebooks it starts through the environment
+(:data:`EXECUTOR_ENV`, :data:`EXECUTOR_CONFIG_ENV`); the choice never changes a result, so it is
+not part of a run's key (an inline run and a Slurm run of the same settings are the same run).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rt_lib.io import PROJECT_ROOT, atomic_save_torch, checksum_path, load_torch
+
+KINDS = ("inline", "local", "slurm")
+EXECUTOR_ENV = "RT_EXECUTOR"  # inline | local | slurm
+EXECUTOR_CONFIG_ENV = "RT_EXECUTOR_CONFIG"  # JSON of ExecutorConfig's fields
+SLURM_CONFIG = PROJECT_ROOT / "configs" / "slurm.yaml"
+
+
+@dataclass(frozen=True)
+class ExecutorConfig:
+    """How jobs are submitted; every field but ``kind`` matters to ``slurm`` only, unless said."""
+
+    kind: str = "inline"  # inline | local | slurm
+    partition: str | None = None  # sbatch --partition; None: the cluster's default partition
+    time_min: int = 240  # wall-time limit of one job (local jobs too): the longest run must fit
+    gpus_per_node: int = 1  # one training run uses one GPU
+    cpus_per_task: int = 4  # data batches are built on the CPU
+    mem_gb: int | None = None  # host memory per job; None: the partition's default
+    array_parallelism: int = 64  # array tasks running at once (sbatch --array=0-N%P)
+    account: str | None = None  # sbatch --account, where the cluster bills by account
+    qos: str | None = None  # sbatch --qos
+    setup: tuple[str, ...] = ()  # shell lines run before each job (module load, venv activate)
+    additional: dict[str, Any] = field(default_factory=dict)  # any other sbatch option
+    local_parallelism: int | None = None  # local jobs at once; None: cores / RT_THREADS
+    poll_s: float | None = None  # seconds between checks; None: 0.5 locally, 30 on Slurm
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"executor: kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+        for name in ("time_min", "gpus_per_node", "cpus_per_task", "array_parallelism"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < (0 if name == "gpus_per_node" else 1):
+                raise ValueError(f"executor.{name} must be a positive integer, got {value!r}")
+        if self.local_parallelism is not None and self.local_parallelism < 1:
+            raise ValueError(f"executor.local_parallelism must be >= 1, got {self.local_parallelism}")
+        object.__setattr__(self, "setup", tuple(self.setup))
+
+    @classmethod
+    def from_mapping(cls, kind: str, settings: dict[str, Any]) -> "ExecutorConfig":
+        """``settings`` (a config file's, ``--set executor.*``'s): unknown keys are refused by
+        name, so a misspelt option never silently falls back to its default."""
+        names = {f.name for f in fields(cls)} - {"kind"}
+        unknown = sorted(set(settings) - names)
+        if unknown:
+            raise ValueError(f"executor: unknown setting(s) {', '.join(unknown)}; "
+                             f"known: {', '.join(sorted(names))}")
+        return cls(kind=kind, **settings)
+
+
+def load_config(kind: str, path: str | Path | None = None,
+                overrides: dict[str, Any] | None = None) -> ExecutorConfig:
+    """The executor ``kind`` with the settings of ``path`` (``configs/slurm.yaml`` for slurm
+    when None) and then ``overrides``."""
+    settings: dict[str, Any] = {}
+    source = Path(path) if path is not None else (SLURM_CONFIG if kind == "slurm" else None)
+    if source is not None:
+        if not source.is_file():
+            raise ValueError(f"executor config {source}: no such file")
+        settings = yaml.safe_load(source.read_text()) or {}
+        if not isinstance(settings, dict):
+            raise ValueError(f"executor config {source}: expected a mapping of settings")
+    return ExecutorConfig.from_mapping(kind, settings | (overrides or {}))
+
+
+def to_env(config: ExecutorConfig) -> dict[str, str]:
+    """The environment that hands ``config`` to a notebook (read by :func:`current`)."""
+    settings = {k: v for k, v in asdict(config).items() if k != "kind"}
+    settings["setup"] = list(settings["setup"])
+    return {EXECUTOR_ENV: config.kind, EXECUTOR_CONFIG_ENV: json.dumps(settings)}
+
+
+def current() -> ExecutorConfig:
+    """The executor this process was started with (``inline`` outside the runner)."""
+    kind = os.environ.get(EXECUTOR_ENV) or "inline"
+    settings = json.loads(os.environ.get(EXECUTOR_CONFIG_ENV) or "{}")
+    return ExecutorConfig.from_mapping(kind, settings)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One unit of work: ``fn(*args)``, its result stored as ``<store>/<key>.pt``.  ``fn`` and
+    ``args`` are pickled (cloudpickle) into the job: keep ``fn`` a module-level function."""
+
+    key: str  # names the run by its settings: the same key, the same result
+    fn: Callable[..., Any]
+    args: tuple = ()
+
+
+class JobsFailed(RuntimeError):
+    """Some jobs ended without storing a result; the others' results are stored."""
+
+
+def result_path(store: Path, key: str) -> Path:
+    return Path(store) / f"{key}.pt"
+
+
+def is_stored(store: Path, key: str) -> bool:
+    path = result_path(store, key)
+    return path.exists() and checksum_path(path).exists()
+
+
+def _run_and_store(fn: Callable[..., Any], args: tuple, path: str) -> None:
+    """What a submitted job runs: the result goes to the store (checksummed, atomically), so a
+    job killed before the end leaves nothing that a rerun could take for its result."""
+    atomic_save_torch({"result": fn(*args)}, path)
+
+
+def make_executor(config: ExecutorConfig, folder: Path, name: str = "rt"):
+    """submitit's executor for ``config`` (local or slurm), its files under ``folder``."""
+    import submitit
+
+    if config.kind == "local":
+        executor = submitit.LocalExecutor(folder=folder)
+        executor.update_parameters(timeout_min=config.time_min)
+        return executor
+    if config.kind != "slurm":
+        raise ValueError(f"no submitit executor for kind {config.kind!r}")
+    executor = submitit.SlurmExecutor(folder=folder)
+    params: dict[str, Any] = {
+        "job_name": name, "time": config.time_min, "gpus_per_node": config.gpus_per_node,
+        "cpus_per_task": config.cpus_per_task, "array_parallelism": config.array_parallelism,
+        "setup": list(config.setup), "additional_parameters": dict(config.additional)}
+    for key in ("partition", "account", "qos"):
+        if getattr(config, key) is not None:
+            params[key] = getattr(config, key)
+    if config.mem_gb is not None:
+        params["mem"] = f"{config.mem_gb}GB"
+    executor.update_parameters(**params)
+    return executor
+
+
+def run_jobs(jobs: Sequence[Job], store: str | Path, config: ExecutorConfig | None = None,
+             name: str = "rt") -> list[Any]:
+    """The results of ``jobs``, in order.  ``inline``: each ``fn(*args)`` here, nothing stored.
+    Otherwise the jobs without a stored result are submitted (a job array on Slurm), the call
+    waits for them and reads every result from ``store``; :class:`JobsFailed` names the jobs that
+    ended without one (their logs, and that a rerun resubmits only them)."""
+    config = config or current()
+    if config.kind == "inline":
+        return [job.fn(*job.args) for job in jobs]
+    keys = [job.key for job in jobs]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"run_jobs: job keys must be unique, got {keys}")
+    store = Path(store)
+    todo = [job for job in jobs if not is_stored(store, job.key)]
+    print(f"{name}: {len(todo)} of {len(jobs)} job(s) to run as {config.kind} jobs"
+          f" ({len(jobs) - len(todo)} stored in {store})", flush=True)
+    if todo:
+        executor = make_executor(config, store / "submitit", name)
+        if config.kind == "local":  # a few at a time: submitit would start every local job at once
+            from rt_lib.runner import default_jobs
+
+            at_once = config.local_parallelism or default_jobs()
+        else:
+            at_once = len(todo)  # one array; Slurm runs array_parallelism of it at once
+        poll = config.poll_s if config.poll_s is not None else (0.5 if config.kind == "local" else 30)
+        failures = _submit_and_wait(executor, todo, store, at_once, poll, name)
+        if failures:
+            raise JobsFailed(f"{name}: {len(failures)} of {len(todo)} job(s) stored no result "
+                             "(a rerun resubmits only these):\n  " + "\n  ".join(failures))
+    return [load_torch(result_path(store, key))["result"] for key in keys]
+
+
+def _submit_and_wait(executor, todo: list[Job], store: Path, at_once: int, poll: float,
+                     name: str) -> list[str]:
+    """Submit ``todo``, at most ``at_once`` running (a new one as soon as one ends), and wait;
+    returns a line per job that failed."""
+    queue, pending = list(todo), {}
+
+    def submit(jobs: list[Job]) -> None:
+        with executor.batch():  # one sbatch call for the lot: a job array
+            subs = [executor.submit(_run_and_store, job.fn, job.args,
+                                    str(result_path(store, job.key))) for job in jobs]
+        pending.update(zip(subs, jobs))
+
+    failures: list[str] = []
+    try:
+        while queue or pending:
+            if queue and len(pending) < at_once:
+                free = at_once - len(pending)
+                submit(queue[:free])
+                del queue[:free]
+            for sub in [s for s in pending if s.done()]:
+                job = pending.pop(sub)
+                try:
+                    sub.result()
+                    print(f"{name}: {job.key} done (job {sub.job_id})", flush=True)
+                except Exception as err:  # killed, timed out, raised: named, then reported
+                    # submitit's message ends with the job's own exception: that line says why
+                    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+                    reason = lines[-1] if lines else type(err).__name__
+                    failures.append(f"{job.key}: job {sub.job_id} failed ({reason[:200]}); "
+                                    f"log {sub.paths.stderr}")
+            if queue or pending:
+                time.sleep(poll)
+    except BaseException:  # interrupted: no job keeps running unseen
+        for sub in pending:
+            sub.cancel(check=False)
+        raise
+    return failures
