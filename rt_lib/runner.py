@@ -302,6 +302,17 @@ def _die_with_parent() -> None:
         pass
 
 
+def _stacks_on_sigusr1() -> None:
+    """``kill -USR1 <pid>`` prints where a stuck run is (every thread's stack, to stderr) and
+    lets it go on.  Skipped where stderr is no file (e.g. captured by a test)."""
+    if not hasattr(signal, "SIGUSR1"):
+        return
+    try:
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
+    except (AttributeError, ValueError, OSError):  # io.UnsupportedOperation is an OSError
+        pass
+
+
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -312,8 +323,7 @@ def _child(job: Job, output: Path, log_output: bool, parent: int, key: str,
     if os.getppid() != parent:  # the runner died before prctl took effect
         os._exit(1)
     signal.signal(signal.SIGTERM, _interrupt)  # unwind: kernel shut down, temporary file removed
-    if hasattr(signal, "SIGUSR1"):
-        faulthandler.register(signal.SIGUSR1, all_threads=True)
+    _stacks_on_sigusr1()
     os.environ["RT_RESULTS"] = str(job.output_dir.parent)
     os.environ[PROFILE_ENV] = profile
     # Where this notebook writes and where the notebooks it reads wrote (rt_lib.io.folder_of).
@@ -530,8 +540,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true",
                         help="list notebooks, profiles and the runs under results/")
     args = parser.parse_args(argv)
-    if hasattr(signal, "SIGUSR1"):  # `kill -USR1 <pid>` prints where a stuck run is, and goes on
-        faulthandler.register(signal.SIGUSR1, all_threads=True)
+    _stacks_on_sigusr1()
 
     try:
         if args.list:
@@ -564,6 +573,9 @@ def main(argv: list[str] | None = None) -> int:
     root = jobs[0].output_dir.parent
     rerun = {j.name for j in jobs} if (args.force or args.update_notebooks) else set()
     signal.signal(signal.SIGTERM, _interrupt)  # like Ctrl-C: stop the notebooks, then exit
+    # Ctrl-C itself, also where it was inherited as ignored (a command started with `&` from a
+    # script gets SIGINT ignored, and Python then leaves it so): it must still unwind the run.
+    signal.signal(signal.SIGINT, _interrupt)
     try:
         with exclusive(root):
             folders = [p for p in root.glob("[0-9][0-9]_*") if p.is_dir()]

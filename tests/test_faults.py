@@ -142,6 +142,10 @@ def _descendants(pid: int) -> set[int]:
     return found
 
 
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -173,9 +177,12 @@ def test_run_all_killed_then_rerun_finishes_only_what_was_left(books, reference,
     # reported below, by pid, instead of as a timeout).
     log, family = tmp_path / "runner.log", []
     with open(log, "w") as out:
+        # Started with SIGINT ignored, as a command started with `&` from a script is: Ctrl-C
+        # (kill -INT) must unwind the run all the same.
         proc = subprocess.Popen([sys.executable, "-m", "rt_lib.runner", "--jobs", "2"],
                                 env=_env(books, results), cwd=PROJECT, stdout=out,
-                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                                stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                                preexec_fn=_ignore_sigint)
     try:
         ckpt = results / "01_train" / "last.pt"
         manifest = results / "manifest.json"
