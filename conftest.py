@@ -18,13 +18,29 @@ from pathlib import Path
 import pytest
 
 
-@cache
-def _plan() -> tuple[dict[str, frozenset[str]], dict[str, int]]:
-    """({notebook: the notebooks it reads}, {notebook: its rank}) as ./run_all.sh orders them."""
-    from rt_lib.runner import available_notebooks, schedule
+#: What a test marked ``long`` takes on one worker, for its place in the hand-out order (the
+#: paper-profile smoke run beside a notebook: the README has its time).
+LONG_TEST_SECONDS = 900.0
 
-    deps, order = schedule(list(available_notebooks()))
-    return deps, {n: i for i, n in enumerate(order)}
+
+@cache
+def _plan() -> tuple[dict[str, frozenset[str]], dict[str, int], int]:
+    """({notebook: the notebooks it reads}, {notebook: its rank}, the rank of a ``long`` test):
+    notebooks as ./run_all.sh orders them (longest critical path first); a long test goes after
+    the notebooks whose critical path is longer than it, so that nothing long is handed out last
+    (a long test handed out after every notebook ran alone at the end of the run)."""
+    from rt_lib.runner import available_notebooks, recorded_seconds, schedule
+
+    books = available_notebooks()
+    deps, order = schedule(list(books))
+    seconds = {n: recorded_seconds(books[n]) for n in order}
+
+    @cache
+    def critical(name: str) -> float:
+        return seconds[name] + max((critical(m) for m in order if name in deps[m]), default=0.0)
+
+    long_rank = sum(critical(n) > LONG_TEST_SECONDS for n in order)
+    return deps, {n: i for i, n in enumerate(order)}, long_rank
 
 
 def _notebook_of(nodeid: str) -> str | None:
@@ -34,23 +50,30 @@ def _notebook_of(nodeid: str) -> str | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Notebooks first, by rank (cells keep their order: a stable sort), then the unit-test
-    modules that hold a test marked ``long`` (the smoke run: handed out as early as possible, so
-    that it runs beside notebooks rather than alone at the end), then the other unit tests: the
-    order in which the scheduler hands out the work."""
+    """Notebooks by rank (cells keep their order: a stable sort), the unit-test modules that
+    hold a test marked ``long`` (the smoke run) among them by its expected time, then the other
+    unit tests: the order in which the scheduler hands out the work (longest first, so that the
+    two workers end together)."""
     if not any(item.path.suffix == ".ipynb" for item in items):
         return
-    _, rank = _plan()
+    _, rank, long_rank = _plan()
     long_modules = {item.path for item in items if item.get_closest_marker("long")}
-    items.sort(key=lambda item: rank.get(item.path.stem, len(rank)) if item.path.suffix == ".ipynb"
-               else len(rank) + (item.path not in long_modules))
+
+    def key(item: pytest.Item) -> tuple[float, int]:
+        if item.path.suffix == ".ipynb":
+            return rank.get(item.path.stem, len(rank)), 1
+        if item.path in long_modules:
+            return long_rank, 0  # before the notebook of the same rank: it is the longer
+        return len(rank), 2
+
+    items.sort(key=key)
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """A notebook or a test module to one worker; a notebook only after those it reads."""
     from xdist.scheduler import LoadScopeScheduling
 
-    deps, _ = _plan()
+    deps, _, _ = _plan()
 
     class NotebookScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
