@@ -54,6 +54,10 @@ class ExecutorConfig:
     setup: tuple[str, ...] = ()  # shell lines run before each job (module load, venv activate)
     additional: dict[str, Any] = field(default_factory=dict)  # any other sbatch option
     local_parallelism: int | None = None  # local jobs at once; None: cores / RT_THREADS
+    # Runs one job trains one after another: a job's start-up (a Python process importing torch,
+    # seconds) is then paid once for several short runs.  None: 1 on Slurm (one GPU per run);
+    # locally as many as make about two jobs per slot (the slots stay busy to the end).
+    runs_per_job: int | None = None
     poll_s: float | None = None  # seconds between checks; None: 0.5 locally, 30 on Slurm
 
     def __post_init__(self) -> None:
@@ -63,8 +67,10 @@ class ExecutorConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < (0 if name == "gpus_per_node" else 1):
                 raise ValueError(f"executor.{name} must be a positive integer, got {value!r}")
-        if self.local_parallelism is not None and self.local_parallelism < 1:
-            raise ValueError(f"executor.local_parallelism must be >= 1, got {self.local_parallelism}")
+        for name in ("local_parallelism", "runs_per_job"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ValueError(f"executor.{name} must be an integer >= 1, got {value!r}")
         object.__setattr__(self, "setup", tuple(self.setup))
 
     @classmethod
@@ -132,9 +138,21 @@ def is_stored(store: Path, key: str) -> bool:
 
 
 def _run_and_store(fn: Callable[..., Any], args: tuple, path: str) -> None:
-    """What a submitted job runs: the result goes to the store (checksummed, atomically), so a
-    job killed before the end leaves nothing that a rerun could take for its result."""
+    """One run of a job: the result goes to the store (checksummed, atomically), so a job killed
+    before the end leaves nothing that a rerun could take for its result."""
     atomic_save_torch({"result": fn(*args)}, path)
+
+
+def _run_pack(work: list[tuple[Callable[..., Any], tuple, str]]) -> None:
+    """What a submitted job runs: its runs one after another, each stored as it ends (a job
+    killed half-way keeps the runs it finished)."""
+    for fn, args, path in work:
+        _run_and_store(fn, args, path)
+
+
+def packs(todo: list[Job], runs_per_job: int) -> list[list[Job]]:
+    """``todo`` cut into jobs of ``runs_per_job`` runs, in order."""
+    return [todo[i : i + runs_per_job] for i in range(0, len(todo), runs_per_job)]
 
 
 def make_executor(config: ExecutorConfig, folder: Path, name: str = "rt"):
@@ -186,23 +204,25 @@ def run_jobs(jobs: Sequence[Job], store: str | Path, config: ExecutorConfig | No
         else:
             at_once = len(todo)  # one array; Slurm runs array_parallelism of it at once
         poll = config.poll_s if config.poll_s is not None else (0.5 if config.kind == "local" else 30)
-        failures = _submit_and_wait(executor, todo, store, at_once, poll, name)
+        per_job = config.runs_per_job or (
+            max(1, -(-len(todo) // (2 * at_once))) if config.kind == "local" else 1)
+        failures = _submit_and_wait(executor, packs(todo, per_job), store, at_once, poll, name)
         if failures:
             raise JobsFailed(f"{name}: {len(failures)} of {len(todo)} job(s) stored no result "
                              "(a rerun resubmits only these):\n  " + "\n  ".join(failures))
     return [load_torch(result_path(store, key))["result"] for key in keys]
 
 
-def _submit_and_wait(executor, todo: list[Job], store: Path, at_once: int, poll: float,
+def _submit_and_wait(executor, todo: list[list[Job]], store: Path, at_once: int, poll: float,
                      name: str) -> list[str]:
-    """Submit ``todo``, at most ``at_once`` running (a new one as soon as one ends), and wait;
-    returns a line per job that failed."""
+    """Submit the jobs ``todo`` (each a list of runs), at most ``at_once`` running (a new one as
+    soon as one ends), and wait; returns a line per run that stored no result."""
     queue, pending = list(todo), {}
 
-    def submit(jobs: list[Job]) -> None:
+    def submit(jobs: list[list[Job]]) -> None:
         with executor.batch():  # one sbatch call for the lot: a job array
-            subs = [executor.submit(_run_and_store, job.fn, job.args,
-                                    str(result_path(store, job.key))) for job in jobs]
+            subs = [executor.submit(_run_pack, [(run.fn, run.args, str(result_path(store, run.key)))
+                                                for run in job]) for job in jobs]
         pending.update(zip(subs, jobs))
 
     failures: list[str] = []
@@ -213,16 +233,21 @@ def _submit_and_wait(executor, todo: list[Job], store: Path, at_once: int, poll:
                 submit(queue[:free])
                 del queue[:free]
             for sub in [s for s in pending if s.done()]:
-                job = pending.pop(sub)
+                runs = pending.pop(sub)
+                reason = ""
                 try:
                     sub.result()
-                    print(f"{name}: {job.key} done (job {sub.job_id})", flush=True)
                 except Exception as err:  # killed, timed out, raised: named, then reported
                     # submitit's message ends with the job's own exception: that line says why
                     lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
                     reason = lines[-1] if lines else type(err).__name__
-                    failures.append(f"{job.key}: job {sub.job_id} failed ({reason[:200]}); "
-                                    f"log {sub.paths.stderr}")
+                for run in runs:
+                    if is_stored(store, run.key):
+                        print(f"{name}: {run.key} done (job {sub.job_id})", flush=True)
+                    else:
+                        failures.append(f"{run.key}: job {sub.job_id} failed "
+                                        f"({(reason or 'no result stored')[:200]}); "
+                                        f"log {sub.paths.stderr}")
             if queue or pending:
                 time.sleep(poll)
     except BaseException:  # interrupted: no job keeps running unseen

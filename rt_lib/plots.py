@@ -91,7 +91,7 @@ def plot_embedding_circle(ax: Axes, projection: PCA, pcs: tuple[int, int] = (0, 
     ax.set_aspect("equal", adjustable="datalim")
     head = f"{title}\n" if title else ""
     ax.set_title(f"{head}circularity {score:.2f}, frequency k={k}", fontsize=9)
-    plt.colorbar(sc, ax=ax, fraction=0.046, pad=0.04, label="token value")
+    ax.figure.colorbar(sc, ax=ax, fraction=0.046, pad=0.04, label="token value")
     return ax
 
 
@@ -111,7 +111,7 @@ def plot_attention(ax: Axes, pattern: np.ndarray, labels: list[str], title: str 
         ax.add_patch(plt.Rectangle((k - 0.5, q - 0.5), 1, 1, fill=False, ec="#d95f02", lw=1.6))
     if title:
         ax.set_title(title, fontsize=9)
-    plt.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="attention")
+    ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="attention")
     return ax
 
 

@@ -61,6 +61,7 @@ from rt_lib.experiments.registry import (CONFIGS, DEFAULT_PROFILE, PROFILE_ENV, 
 from rt_lib.executor import KINDS, ExecutorConfig, load_config, to_env
 from rt_lib.io import FOLDERS_ENV, PROJECT_ROOT, RESUME, atomic_path
 from rt_lib.manifest import Manifest, content_key, is_temporary
+from rt_lib.site import SITE
 
 NOTEBOOKS = PROJECT_ROOT / "notebooks"  # $RT_NOTEBOOKS: another folder of numbered notebooks
 
@@ -350,12 +351,73 @@ class Outcome:
     failed: list[str]  # failed, or not run because a notebook it reads failed
 
 
+def clock(seconds: float) -> str:
+    """``m:ss`` (``h:mm:ss`` from an hour)."""
+    seconds = max(int(round(seconds)), 0)
+    h, rest = divmod(seconds, 3600)
+    return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60}:{rest % 60:02d}"
+
+
+def expected_seconds(job: Job, manifest: Manifest | None, profile: str) -> float | None:
+    """What ``job`` took last time: its manifest entry's wall time, else (CPU profile) the time
+    papermill recorded in the committed notebook; None when neither says."""
+    entry = manifest.entries.get(job.folder) if manifest is not None else None
+    if entry is not None:
+        return entry.wall_seconds
+    if profile == DEFAULT_PROFILE and job.notebook.is_file():
+        meta = json.loads(job.notebook.read_text())["metadata"].get("papermill", {})
+        return float(meta["duration"]) if meta.get("duration") else None
+    return None
+
+
+def progress_line(running: dict[str, tuple[float, float | None]], done: int, total: int,
+                  now: float) -> str:
+    """One line over the notebooks running: {name: (start, expected seconds or None)}."""
+    parts = []
+    for name, (start, expected) in running.items():
+        spent = now - start
+        if expected:
+            parts.append(f"{name} {clock(spent)} of ~{clock(expected)} ({spent / expected:.0%})")
+        else:
+            parts.append(f"{name} {clock(spent)} (no earlier run to compare)")
+    return f"    [{done}/{total} done] " + " | ".join(parts)
+
+
+class Ticker:
+    """The progress line between "started" and "done": redrawn in place every second on a
+    terminal, printed once a minute into a log (a pipe or file: no carriage returns there)."""
+
+    def __init__(self, stream=None, interval: float | None = None) -> None:
+        self.stream = stream or sys.stdout
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.interval = interval if interval is not None else (1.0 if self.tty else 60.0)
+        self.shown = False
+
+    def show(self, line: str) -> None:
+        if self.tty:
+            width = shutil.get_terminal_size((120, 20)).columns
+            self.stream.write("\r\033[K" + line[: width - 1])
+            self.shown = True
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def clear(self) -> None:
+        if self.shown:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+            self.shown = False
+
+
 def run_jobs(jobs: list[Job], outputs: dict[str, Path], n_jobs: int, log_output: bool = False,
              manifest: Manifest | None = None, profile: str = DEFAULT_PROFILE,
-             rerun: frozenset[str] | set[str] = frozenset()) -> Outcome:
+             rerun: frozenset[str] | set[str] = frozenset(),
+             progress_every: float | None = None) -> Outcome:
     """Run ``jobs``, ``n_jobs`` at a time, each notebook after the selected ones it
     :func:`needs`.  With a ``manifest``, a notebook (not in ``rerun``) whose results are up to
-    date is skipped, and each finished one is recorded."""
+    date is skipped, and each finished one is recorded.  While notebooks run, a progress line
+    (:class:`Ticker`, every ``progress_every`` seconds; default: each second on a terminal, each
+    minute in a log) says how long each has run against what it took last time."""
     by_name = {j.name: j for j in jobs}
     deps, order = schedule(list(by_name))
 
@@ -367,6 +429,8 @@ def run_jobs(jobs: list[Job], outputs: dict[str, Path], n_jobs: int, log_output:
 
     ctx = multiprocessing.get_context("spawn")
     running: dict[int, tuple[str, multiprocessing.process.BaseProcess, float, str]] = {}
+    expected: dict[str, float | None] = {}
+    ticker = Ticker(interval=progress_every)
     out = Outcome([], [], [])
     finished: set[str] = set()
     try:
@@ -395,6 +459,7 @@ def run_jobs(jobs: list[Job], outputs: dict[str, Path], n_jobs: int, log_output:
                               "it", flush=True)
                         continue
                     print(f"==> {folder}: {reason}", flush=True)
+                expected[name] = expected_seconds(by_name[name], manifest, profile)
                 if manifest is not None:
                     manifest.forget(folder)
                 proc = ctx.Process(target=_child, name=name,
@@ -402,10 +467,19 @@ def run_jobs(jobs: list[Job], outputs: dict[str, Path], n_jobs: int, log_output:
                                          k, profile))
                 proc.start()
                 running[proc.sentinel] = (name, proc, time.perf_counter(), k)
-                print(f"==> {folder} started", flush=True)
+                ticker.clear()
+                took = expected[name]
+                print(f"==> {folder} started" + (f" (last run: {clock(took)})" if took else ""),
+                      flush=True)
             if not running:
                 continue
-            for sentinel in multiprocessing.connection.wait(list(running)):
+            ready = multiprocessing.connection.wait(list(running), timeout=ticker.interval)
+            if not ready:
+                ticker.show(progress_line({n: (t, expected[n]) for n, _, t, _ in running.values()},
+                                          len(finished), len(by_name), time.perf_counter()))
+                continue
+            ticker.clear()
+            for sentinel in ready:
                 name, proc, start, k = running.pop(sentinel)
                 proc.join()
                 finished.add(name)
@@ -510,6 +584,24 @@ def list_runs() -> None:
             print(f"  {run['folder']:<44} {kind}{claim}")
 
 
+def build_site_of(root: Path, profile: str, executed: dict[str, Path]) -> None:
+    """The profile's site (:mod:`rt_lib.site`) over every notebook of it under ``root``, those
+    just run included; a site that cannot be built is reported, the run's results stand."""
+    from rt_lib.site import build_site
+
+    start = time.perf_counter()
+    try:
+        index = build_site(root, profile, list(available_notebooks()), executed)
+    except Exception as err:  # noqa: BLE001 - any renderer error: the results are still there
+        print(f"run_all.sh: warning: the site was not built ({type(err).__name__}: {err})",
+              file=sys.stderr, flush=True)
+        return
+    size = sum(p.stat().st_size for p in index.parent.iterdir() if p.is_file())
+    print(f"site: {index} ({len(list(index.parent.glob('*.html'))) - 1} notebooks, "
+          f"{size / 2**20:.1f} MiB, built in {time.perf_counter() - start:.0f} s; open it in "
+          "any browser, nothing is fetched)", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="run_all.sh", description=__doc__.split("\n\n")[0])
     parser.add_argument("--profile", default=DEFAULT_PROFILE,
@@ -578,7 +670,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, _interrupt)
     try:
         with exclusive(root):
-            folders = [p for p in root.glob("[0-9][0-9]_*") if p.is_dir()]
+            folders = [p for p in root.glob("[0-9][0-9]_*") if p.is_dir()] + [root / SITE]
             if args.update_notebooks:
                 folders.append(notebooks_dir())
             gone = remove_unfinished(folders)
@@ -609,6 +701,7 @@ def main(argv: list[str] | None = None) -> int:
                    for n in [*outcome.skipped, *(n for n, _ in timings)]})
     if is_smoke(args.profile) and not failures:
         report_footprints(base_profile(args.profile), [job.name for job in jobs], root)
+    build_site_of(root, args.profile, {j.name: outputs[j.name] for j in jobs if j.folder == j.name})
     if failures:
         print(f"run_all.sh: {len(failures)} notebook(s) failed: {', '.join(failures)}",
               file=sys.stderr)

@@ -1,10 +1,18 @@
-"""Notebook 13's neuron explorer in a real browser: JupyterLab in headless Chromium (Playwright
-driving Debian's /usr/bin/chromium, no browser download).  The notebook runs with a tiny training
-profile injected by papermill; moving the neuron slider must change the rendered image.
+"""In a real browser (Playwright driving Debian's /usr/bin/chromium in headless mode, no browser
+download):
 
-Skipped, with the reason in the summary, when Chromium is absent (``run_tests.sh`` installs
-Debian's package where it can: ``scripts/setup_browser.sh``)."""
+- notebook 13's neuron explorer in JupyterLab, the notebook run with a tiny training profile
+  injected by papermill: moving the neuron slider must change the rendered image;
+- the companion site (rt_lib.site) built from the committed notebooks: it opens with no console
+  error and no request outside its folder, every page shows every figure of its notebook, and
+  the kernel-free explorers (rt_lib.frames) of notebooks 01, 02 and 13 change their picture when
+  a slider moves.
 
+Where Chromium is absent these tests are skipped with the reason in the summary (``run_tests.sh``
+installs Debian's package where it can: ``scripts/setup_browser.sh``); with RT_REQUIRE_BROWSER=1
+(set by CI, ``.ci/run``) they fail instead."""
+
+import json
 import os
 import socket
 import subprocess
@@ -14,6 +22,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from rt_lib.runner import available_notebooks
+from rt_lib.site import build_site
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("RT_CHROMIUM", "/usr/bin/chromium")
@@ -31,13 +42,27 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _need_browser() -> None:
+    """Skip (fail under RT_REQUIRE_BROWSER=1, as in CI) where Chromium or Playwright is missing."""
+    reason = None
+    if not Path(CHROMIUM).exists():
+        reason = (f"Chromium not found at {CHROMIUM}: install Debian's chromium package "
+                  "(scripts/setup_browser.sh does, as root) or set RT_CHROMIUM to run the browser tests")
+    else:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            reason = "playwright is not installed (requirements.txt)"
+    if reason and os.environ.get("RT_REQUIRE_BROWSER") == "1":
+        pytest.fail(reason + " (RT_REQUIRE_BROWSER=1: required here)")
+    if reason:
+        pytest.skip(reason)
+
+
 @pytest.fixture
 def lab(tmp_path):
     """A JupyterLab server over tmp_path holding notebook 13 with the tiny profile injected."""
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"Chromium not found at {CHROMIUM}: install Debian's chromium package "
-                    "(scripts/setup_browser.sh does, as root) or set RT_CHROMIUM to run the browser test")
-    pytest.importorskip("playwright.sync_api", reason="playwright is not installed (requirements.txt)")
+    _need_browser()
     import papermill
 
     papermill.execute_notebook(str(ROOT / "notebooks" / "13_miiii_neurons.ipynb"),
@@ -109,3 +134,89 @@ def test_neuron_slider_changes_the_rendered_image(lab):
         value = readout.first.inner_text()
         browser.close()
     assert after != before, f"the image did not change after moving the neuron slider (readout {value})"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The site of the committed notebooks (the CPU profile's recorded runs)."""
+    _need_browser()
+    root = tmp_path_factory.mktemp("results")
+    books = available_notebooks()
+    for name, path in books.items():
+        (root / name).mkdir()
+        (root / name / f"{name}.ipynb").write_bytes(path.read_bytes())
+    return build_site(root, "cpu", list(books)), books
+
+
+def _figures(path: Path) -> int:
+    """Images a rendered notebook must show: its PNG outputs and one per kernel-free explorer."""
+    count = 0
+    for cell in json.loads(path.read_text())["cells"]:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            count += "image/png" in data
+            count += "".join(data.get("text/html", [])).count('class="rt-explorer"')
+    return count
+
+
+def _browser(pw):
+    return pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+
+
+def _watch(page) -> list[str]:
+    """Console errors, uncaught exceptions and requests outside the site's files."""
+    problems = []
+    page.on("console", lambda m: problems.append(f"console: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(f"exception: {e}"))
+    page.on("request", lambda r: None if r.url.startswith(("file:", "data:"))
+            else problems.append(f"request: {r.url}"))
+    return problems
+
+
+def test_the_site_opens_cleanly_and_every_page_shows_its_figures(site):
+    from playwright.sync_api import sync_playwright
+
+    index, books = site
+    with sync_playwright() as pw:
+        browser = _browser(pw)
+        page = browser.new_page()
+        problems = _watch(page)
+        page.goto(index.as_uri())
+        links = page.locator("table.rt-pages a").evaluate_all("els => els.map(e => e.href)")
+        assert len(links) == len(books)
+        shown = {}
+        for link in links:
+            page.goto(link)
+            page.wait_for_load_state("load")
+            name = link.rsplit("/", 1)[-1].removesuffix(".html")
+            images = page.locator("img").evaluate_all(
+                "els => els.map(e => e.complete && e.naturalWidth > 0)")
+            shown[name] = (sum(images), len(images), _figures(books[name]))
+        browser.close()
+    assert not problems, problems[:10]
+    for name, (loaded, total, expected) in shown.items():
+        assert loaded == total == expected, (name, loaded, total, expected)
+
+
+@pytest.mark.parametrize("name", ["01_modular_addition", "02_needle_in_a_haystack",
+                                  "13_miiii_neurons"])
+def test_a_kernel_free_explorer_changes_its_picture_when_a_slider_moves(site, name):
+    from playwright.sync_api import sync_playwright
+
+    index, _ = site
+    with sync_playwright() as pw:
+        browser = _browser(pw)
+        page = browser.new_page()
+        problems = _watch(page)
+        page.goto((index.parent / f"{name}.html").as_uri())
+        explorer = page.locator(".rt-explorer").first
+        image = explorer.locator("img.rt-frame")
+        before = image.get_attribute("src")
+        slider = explorer.locator('input[type="range"]').first
+        slider.focus()
+        slider.press("ArrowRight")
+        after = image.get_attribute("src")
+        label = explorer.locator("[data-rt-label]").first.inner_text()
+        browser.close()
+    assert not problems, problems
+    assert after != before, f"{name}: the picture did not change (slider label {label})"

@@ -61,6 +61,33 @@ def test_a_killed_local_job_fails_by_name_and_a_rerun_resubmits_only_it(tmp_path
     assert (tmp_path / "ran.txt").read_text().count("\n") == 3
 
 
+def _pid(_x: int) -> int:
+    return os.getpid()
+
+
+def test_runs_per_job_trains_several_runs_in_one_job_process(tmp_path):
+    jobs = [ex.Job(f"p{x}", _pid, (x,)) for x in range(3)]
+    pids = ex.run_jobs(jobs, tmp_path / "store", ex.ExecutorConfig(
+        kind="local", local_parallelism=2, poll_s=0.1, time_min=5, runs_per_job=3))
+    assert len(set(pids)) == 1 and pids[0] != os.getpid()
+    assert [len(p) for p in ex.packs(jobs, 2)] == [2, 1]
+
+
+def test_a_job_killed_half_way_keeps_the_runs_it_finished(tmp_path):
+    (tmp_path / "die").touch()
+    store = tmp_path / "store"
+    packed = ex.ExecutorConfig(kind="local", local_parallelism=2, poll_s=0.1, time_min=5,
+                               runs_per_job=2)
+    jobs = [ex.Job(f"x{x}", _square_unless_told_to_die, (x, str(tmp_path))) for x in (0, 1, 2)]
+    with pytest.raises(ex.JobsFailed, match=r"x1: job \d+ failed") as failed:
+        ex.run_jobs(jobs, store, packed)
+    assert "x0" not in str(failed.value) and "x2" not in str(failed.value)
+    assert ex.is_stored(store, "x0") and ex.is_stored(store, "x2") and not ex.is_stored(store, "x1")
+    (tmp_path / "die").unlink()
+    assert ex.run_jobs(jobs, store, packed) == [0, 1, 4]
+    assert sorted((tmp_path / "ran.txt").read_text().split()) == ["0", "1", "2"]
+
+
 def test_job_keys_must_be_unique(tmp_path):
     job = ex.Job("same", _square_unless_told_to_die, (2, str(tmp_path)))
     with pytest.raises(ValueError, match="unique"):

@@ -1,0 +1,208 @@
+"""The companion site: a profile's run as pages a reader opens without a kernel.
+
+``./run_all.sh`` ends by building ``<profile root>/site/`` (``results/site/`` for the CPU
+profile, ``results/paper/site/`` for the paper's, ``results/paper-smoke/site/`` for its smoke
+run): every notebook of the profile's own run rendered as HTML (outputs, figures, tables; the
+code behind a switch) and ``index.html`` with the claims overview (one row per claim every
+notebook recorded: paper, section, the paper's value, ours, whether it holds, the scale that
+would show it) and a link to each notebook with its wall time, profile and commit.
+
+Rendering is nbconvert's (its lab template, :data:`TEMPLATE`, with every fetch from a CDN left
+out), the index included: it is built as a notebook of markdown and tables and rendered alike.
+Nothing is fetched at build or view time; a page needs only its folder.  The kernel-free
+explorers (:mod:`rt_lib.frames`) are plain outputs of their notebooks, so they come along.
+Exploration runs (folders with changes in their names) are not part of a profile's site.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+
+from rt_lib import claims
+from rt_lib.io import atomic_write_text
+from rt_lib.manifest import FILENAME as MANIFEST
+
+SITE = "site"  # <profile root>/site/
+TEMPLATE_DIR = Path(__file__).parent / "site_template"
+TEMPLATE = "rt_site"  # nbconvert's lab template, nothing fetched (site_template/rt_site)
+STATUS = {(True, True): "holds", (True, False): "holds", (False, True): "FAILS",
+          (False, False): "not shown at this scale"}  # (holds, expected) -> status
+
+
+@dataclass(frozen=True)
+class Page:
+    """One rendered notebook of the run."""
+
+    name: str  # e.g. "01_modular_addition"
+    title: str  # its first heading
+    file: str  # the page, relative to the site folder
+    wall_seconds: float | None  # from the manifest; None when the run left no entry
+    commit: str
+    finished: str
+
+
+def _exporter(code: bool = True):
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(template_name=TEMPLATE, extra_template_basedirs=[str(TEMPLATE_DIR)])
+    exporter.embed_images = True
+    exporter.exclude_input = not code  # the index has outputs only
+    exporter.exclude_input_prompt = exporter.exclude_output_prompt = not code
+    return exporter
+
+
+def title_of(nb: nbformat.NotebookNode, default: str) -> str:
+    """The text of the notebook's first markdown heading."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("#"):
+                    return line.lstrip("#").strip()
+    return default
+
+
+def render(nb: nbformat.NotebookNode, out: Path, nav: dict | None = None,
+           code: bool = True) -> None:
+    """``nb`` as one self-contained HTML page at ``out`` (images inline); ``code=False`` leaves
+    the code cells' inputs out."""
+    resources = {"metadata": {"name": out.stem}}
+    if nav is not None:
+        resources["rt_nav"] = nav
+    body, _ = _exporter(code).from_notebook_node(nb, resources=resources)
+    atomic_write_text(out, body)
+
+
+def _manifest_entries(root: Path) -> dict:
+    try:
+        return json.loads((root / MANIFEST).read_text())["notebooks"]
+    except (OSError, ValueError, KeyError):
+        return {}
+
+
+def own_runs(root: Path, names: list[str],
+             executed: Mapping[str, Path] | None = None) -> dict[str, Path]:
+    """{notebook: its executed copy} for each of ``names`` that the profile's own run (folder =
+    name) left under ``root``; ``executed`` names copies written elsewhere (``--update-notebooks``
+    writes them to notebooks/)."""
+    found = {}
+    for name in names:
+        path = (executed or {}).get(name) or Path(root) / name / f"{name}.ipynb"
+        if Path(path).is_file():
+            found[name] = Path(path)
+    return found
+
+
+def claims_table(root: Path, names: list[str]) -> pd.DataFrame:
+    """One row per claim recorded by the runs of ``names`` under ``root``."""
+    rows = []
+    for name in names:
+        table = claims.read(root / name)
+        if table is None:
+            continue
+        holds = claims.flag(table, "holds", False)
+        expected = claims.flag(table, "expected", True)
+        for row, ok, exp in zip(table.itertuples(), holds, expected):
+            paper, _, section = str(row.source).partition(", ")
+            rows.append({"notebook": name, "claim": row.id, "paper": paper,
+                         "section": section, "paper's value": row.paper, "ours": row.ours,
+                         "status": STATUS[(bool(ok), bool(exp))],
+                         "scale": row.scale if not ok else ""})
+    return pd.DataFrame(rows, columns=["notebook", "claim", "paper", "section", "paper's value",
+                                       "ours", "status", "scale"])
+
+
+def _minutes(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
+
+
+def _claims_html(table: pd.DataFrame, pages: dict[str, Page]) -> str:
+    colour = {"holds": "#166534", "FAILS": "#b91c1c", "not shown at this scale": "#92400e"}
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in table.columns)
+    body = []
+    for row in table.itertuples(index=False):
+        cells = []
+        for column, value in zip(table.columns, row):
+            text = html.escape(str(value))
+            if column == "notebook" and value in pages:
+                text = f'<a href="{pages[value].file}">{text}</a>'
+            if column == "status":
+                text = f'<b style="color:{colour[value]}">{text}</b>'
+            cells.append(f"<td>{text}</td>")
+        body.append(f'<tr class="rt-claim">{"".join(cells)}</tr>')
+    return (f'<table class="rt-claims"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(body)}</tbody></table>")
+
+
+def index_notebook(profile: str, pages: list[Page], table: pd.DataFrame) -> nbformat.NotebookNode:
+    """The index as a notebook (markdown and two HTML tables), rendered like every page."""
+    counts = table["status"].value_counts()
+    total = sum(p.wall_seconds or 0.0 for p in pages)
+    intro = (f"# rt-companion: the {profile} profile\n\n"
+             "Companion to Zhong & Andreas (2024), *Algorithmic Capabilities of Random "
+             "Transformers*, and Syrkis & Søgaard (2024), *Mechanistic Interpretability on "
+             "Irreducible Integer Identifiers*.\n\n"
+             f"{len(pages)} notebooks"
+             + (f", {_minutes(total)} of notebook wall time in all" if total else "") + "; "
+             f"of {len(table)} recorded claims {int(counts.get('holds', 0))} hold, "
+             f"{int(counts.get('not shown at this scale', 0))} not shown at this scale "
+             f"(each says which scale would show it), {int(counts.get('FAILS', 0))} fail. "
+             f"Built {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.")
+    listing = ['<table class="rt-pages"><thead><tr><th>notebook</th><th>title</th>'
+               "<th>wall time</th><th>profile</th><th>commit</th><th>finished</th></tr></thead>"
+               "<tbody>"]
+    for p in pages:
+        listing.append(f'<tr><td><a href="{p.file}">{html.escape(p.name)}</a></td>'
+                       f"<td>{html.escape(p.title)}</td><td>{_minutes(p.wall_seconds)}</td>"
+                       f"<td>{html.escape(profile)}</td><td>{html.escape(p.commit[:10])}</td>"
+                       f"<td>{html.escape(p.finished)}</td></tr>")
+    listing.append("</tbody></table>")
+
+    def html_cell(markup: str) -> nbformat.NotebookNode:
+        cell = nbformat.v4.new_code_cell("")
+        cell.outputs = [nbformat.v4.new_output("display_data", data={"text/html": markup})]
+        return cell
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell(intro),
+                nbformat.v4.new_markdown_cell("## Claims at a glance"),
+                html_cell(_claims_html(table, {p.name: p for p in pages})),
+                nbformat.v4.new_markdown_cell("## Notebooks"),
+                html_cell("".join(listing))]
+    return nb
+
+
+def build_site(root: Path, profile: str, names: list[str],
+               executed: Mapping[str, Path] | None = None) -> Path:
+    """Render the profile's own runs of ``names`` (:func:`own_runs`) and the index into
+    ``root/site/`` (``root``: the profile's results root); returns the index's path.  Pages of
+    notebooks that are no longer there are removed."""
+    root = Path(root)
+    site = root / SITE
+    site.mkdir(parents=True, exist_ok=True)
+    entries = _manifest_entries(root)
+    pages = []
+    for name, path in own_runs(root, names, executed).items():
+        nb = nbformat.read(path, as_version=4)
+        entry = entries.get(name, {})
+        page = Page(name, title_of(nb, name), f"{name}.html", entry.get("wall_seconds"),
+                    entry.get("commit", "?"), entry.get("finished", "?"))
+        run = f"{profile} profile, {_minutes(page.wall_seconds)}, commit {page.commit[:10]}"
+        render(nb, site / page.file, {"index": "index.html", "run": run})
+        pages.append(page)
+    for stale in site.glob("*.html"):
+        if stale.name != "index.html" and stale.stem not in {p.name for p in pages}:
+            stale.unlink()
+    index = site / "index.html"
+    render(index_notebook(profile, pages, claims_table(root, [p.name for p in pages])), index,
+           code=False)
+    return index

@@ -1,0 +1,180 @@
+"""The companion site (rt_lib.site), the kernel-free explorers (rt_lib.frames) and the runner's
+progress line.  The site in a real browser: tests/test_browser.py."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+
+import nbformat
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from matplotlib.figure import Figure
+
+from rt_lib import runner
+from rt_lib.analysis import pca
+from rt_lib.frames import Control, FrameExplorer, frame_explorer, pc_frames
+from rt_lib.site import SITE, build_site, claims_table
+
+
+def _png(value: int) -> bytes:
+    return f"png-{value}".encode()
+
+
+def test_a_frame_explorer_embeds_one_frame_per_combination_and_shows_the_default():
+    controls = [Control("a", ("x", "y"), slider=False), Control("b", ("1", "2", "3"), default=2)]
+    frames = {(i, j): _png(10 * i + j) for i in range(2) for j in range(3)}
+    markup = FrameExplorer("t", controls, frames)._repr_html_()
+    data = json.loads(re.search(r'class="rt-frames">(.*?)</script>', markup, re.S).group(1))
+    assert len(data["frames"]) == 6 and data["options"] == [["x", "y"], ["1", "2", "3"]]
+    import base64
+
+    assert base64.b64decode(data["frames"]["1,2"]) == _png(12)
+    shown = re.search(r'data-rt-key="([^"]+)"', markup).group(1)
+    assert shown == "0,2"  # the defaults: first model, third value
+    assert markup.count("<select") == 1 and markup.count('type="range"') == 1
+
+
+def test_a_frame_explorer_refuses_missing_combinations():
+    controls = [Control("a", ("x", "y"))]
+    with pytest.raises(ValueError, match="every combination"):
+        FrameExplorer("t", controls, {(0,): _png(0)})
+
+
+def test_each_view_of_the_pc_picker_is_drawn_from_its_own_pair():
+    theta = torch.arange(23) * 2 * np.pi * 3 / 23
+    emb = torch.randn(23, 12, generator=torch.Generator().manual_seed(0)) * 0.05
+    emb[:, 0] += torch.cos(theta)
+    emb[:, 1] += torch.sin(theta)
+    explorer = pc_frames({"m": pca(emb)}, n_pcs=3)
+    assert [c.options for c in explorer.controls][1] == ("PC1 / PC2", "PC1 / PC3", "PC2 / PC3")
+    assert len(set(explorer.frames.values())) == 3  # three pairs, three different pictures
+    assert explorer.default_key == "0,1"  # PCs 1 and 3 first, the paper's figure
+
+
+def test_frame_explorer_calls_draw_with_every_index_combination():
+    seen = []
+
+    def draw(i, j):
+        seen.append((i, j))
+        fig = Figure(figsize=(1, 1))
+        fig.subplots().plot([0, i], [0, j])
+        return fig
+
+    explorer = frame_explorer("t", [Control("i", ("0", "1")), Control("j", ("0", "1"))], draw)
+    assert sorted(seen) == [(0, 0), (0, 1), (1, 0), (1, 1)] and len(explorer.frames) == 4
+
+
+def _notebook(title: str, png: bytes | None = None) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    code = nbformat.v4.new_code_cell("print('hi')")
+    code.outputs = [nbformat.v4.new_output("stream", name="stdout", text="hi\n")]
+    if png is not None:
+        import base64
+
+        code.outputs.append(nbformat.v4.new_output(
+            "display_data", data={"image/png": base64.b64encode(png).decode(),
+                                  "text/plain": "<Figure>"}))
+    nb.cells = [nbformat.v4.new_markdown_cell(f"# {title}\n\ntext"), code]
+    return nb
+
+
+def _claims(rows):
+    return pd.DataFrame(rows, columns=["id", "source", "paper", "ours", "holds", "scale",
+                                       "expected"])
+
+
+@pytest.fixture
+def run_root(tmp_path):
+    """A profile's results root: two runs with claims, one exploration run, a manifest."""
+    for name, title in (("01_a", "01 · first"), ("02_b", "02 · second"),
+                        ("01_a+p=5", "01 · explored")):
+        folder = tmp_path / name
+        folder.mkdir()
+        nbformat.write(_notebook(title), folder / f"{name.split('+')[0]}.ipynb")
+    _claims([["c-holds", "Zhong & Andreas 2024, §4.1, Table 1", "solves it", "1.000", True, "",
+              True],
+             ["c-unshown", "Zhong & Andreas 2024, §4.1, Fig. 3", "a circle", "0.35", False,
+              "width 1024", False]]).to_csv(tmp_path / "01_a" / "claims.csv", index=False)
+    _claims([["c-fails", "Syrkis & Søgaard 2024, §4", "groks", "no", False, "", True]]).to_csv(
+        tmp_path / "02_b" / "claims.csv", index=False)
+    manifest = {"format": 1, "notebooks": {"01_a": {"wall_seconds": 754.0, "commit": "abc1234def0",
+                                                    "finished": "2026-11-25T10:00:00Z"}}}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    return tmp_path
+
+
+def test_the_claims_table_has_one_row_per_recorded_claim_with_its_status(run_root):
+    table = claims_table(run_root, ["01_a", "02_b"])
+    assert list(table["claim"]) == ["c-holds", "c-unshown", "c-fails"]
+    assert list(table["status"]) == ["holds", "not shown at this scale", "FAILS"]
+    assert list(table["paper"]) == ["Zhong & Andreas 2024"] * 2 + ["Syrkis & Søgaard 2024"]
+    assert table.loc[1, "section"] == "§4.1, Fig. 3" and table.loc[1, "scale"] == "width 1024"
+
+
+def test_the_site_renders_the_profiles_own_runs_and_links_them_from_the_index(run_root):
+    index = build_site(run_root, "cpu", ["01_a", "02_b", "03_c"])
+    site = run_root / SITE
+    assert sorted(p.name for p in site.glob("*.html")) == ["01_a.html", "02_b.html", "index.html"]
+    text = index.read_text()
+    assert text.count('class="rt-claim"') == 3
+    assert 'href="01_a.html"' in text and 'href="02_b.html"' in text
+    assert "12.6 min" in text and "abc1234def" in text  # the manifest's wall time and commit
+    page = (site / "01_a.html").read_text()
+    assert "01 · first" in page and 'href="index.html"' in page and "explored" not in page
+
+
+def test_site_pages_fetch_nothing(run_root):
+    build_site(run_root, "cpu", ["01_a", "02_b"])
+    for page in (run_root / SITE).glob("*.html"):
+        text = page.read_text()
+        remote = re.findall(r'<(?:script|link|img|iframe)[^>]+(?:src|href)="(https?:)?//[^"]*"',
+                            text)
+        assert not remote, (page.name, remote)
+        assert "cdnjs" not in text and "unpkg" not in text and "MathJax.js" not in text
+
+
+def test_a_rebuilt_site_drops_the_page_of_a_run_no_longer_there(run_root):
+    build_site(run_root, "cpu", ["01_a", "02_b"])
+    (run_root / "02_b" / "02_b.ipynb").unlink()
+    build_site(run_root, "cpu", ["01_a", "02_b"])
+    assert not (run_root / SITE / "02_b.html").exists()
+
+
+def test_clock_and_progress_line():
+    assert runner.clock(59.4) == "0:59" and runner.clock(3725) == "1:02:05"
+    line = runner.progress_line({"01_a": (100.0, 200.0), "02_b": (250.0, None)}, 3, 15, 300.0)
+    assert line == ("    [3/15 done] 01_a 3:20 of ~3:20 (100%) | "
+                    "02_b 0:50 (no earlier run to compare)")
+
+
+def test_the_ticker_prints_lines_into_a_log_and_redraws_on_a_terminal():
+    log = io.StringIO()
+    ticker = runner.Ticker(log)
+    assert ticker.interval == 60.0
+    ticker.show("a")
+    ticker.show("b")
+    ticker.clear()
+    assert log.getvalue() == "a\nb\n"
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    term = Terminal()
+    ticker = runner.Ticker(term)
+    assert ticker.interval == 1.0
+    ticker.show("a")
+    ticker.clear()
+    assert term.getvalue() == "\r\033[Ka\r\033[K"
+
+
+def test_the_expected_time_is_the_last_recorded_run(tmp_path):
+    book = tmp_path / "01_a.ipynb"
+    book.write_text(json.dumps({"cells": [], "metadata": {"papermill": {"duration": 42.5}}}))
+    job = runner.Job("01_a", book, {}, tmp_path / "results" / "01_a")
+    assert runner.expected_seconds(job, None, "cpu") == 42.5
+    assert runner.expected_seconds(job, None, "paper") is None  # another profile's times
