@@ -136,7 +136,7 @@ def pc_frames(projections: Mapping[str, PCA], n_pcs: int = 6,
     controls = [Control("model", tuple(names), slider=False),
                 Control("PCs", tuple(f"PC{i + 1} / PC{j + 1}" for i, j in pairs),
                         default=pairs.index(default) if default in pairs else 0)]
-    return frame_explorer("token embedding on two principal components", controls, draw, dpi=50)
+    return frame_explorer("token embedding on two principal components", controls, draw, dpi=55)
 
 
 def attention_frames(patterns: Mapping[str, Tensor], labels: list[list[str]],
@@ -160,7 +160,7 @@ def attention_frames(patterns: Mapping[str, Tensor], labels: list[list[str]],
                 Control("layer", tuple(str(i + 1) for i in range(n_layers))),
                 Control("head", tuple(str(h) for h in range(n_heads))),
                 Control("example", tuple(str(e) for e in range(examples)))]
-    return frame_explorer("attention of one head on one test sequence", controls, draw, dpi=50)
+    return frame_explorer("attention of one head on one test sequence", controls, draw, dpi=72)
 
 
 def neuron_frames(grids: Mapping[int, np.ndarray], qs: Sequence[int],
@@ -182,4 +182,4 @@ def neuron_frames(grids: Mapping[int, np.ndarray], qs: Sequence[int],
     controls = [Control("neuron", tuple(f"{n} (q = {q_of[n]})" for n in neurons)),
                 Control("epoch", tuple(str(e) for e in picked), default=len(picked) - 1)]
     return frame_explorer("one neuron over the input grid, its spectrum and residues", controls,
-                          draw, dpi=45)
+                          draw, dpi=60)
