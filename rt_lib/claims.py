@@ -123,6 +123,7 @@ def summary(folders: dict[str, Path]) -> tuple[int, int, list[str]]:
         held += int(ok.sum())
         failed += int((~ok).sum())
         for row, exp in zip(table[~ok].itertuples(), expected[~ok]):
-            where = "" if exp else f"not shown at this scale, expected at {row.scale}: "
+            scale = f", expected at {row.scale}" if row.scale else ""
+            where = "" if exp else f"not shown at this scale{scale}: "
             lines.append(f"{name}: {where}{row.id} ({row.ours}; paper: {row.paper})")
     return held, failed, lines

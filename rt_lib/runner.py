@@ -376,7 +376,9 @@ def progress_line(running: dict[str, tuple[float, float | None]], done: int, tot
     parts = []
     for name, (start, expected) in running.items():
         spent = now - start
-        if expected:
+        if expected and spent > expected:  # e.g. the last run resumed from stored runs
+            parts.append(f"{name} {clock(spent)}, past the {clock(expected)} of its last run")
+        elif expected:
             parts.append(f"{name} {clock(spent)} of ~{clock(expected)} ({spent / expected:.0%})")
         else:
             parts.append(f"{name} {clock(spent)} (no earlier run to compare)")

@@ -23,6 +23,8 @@ def main() -> None:
     parser.add_argument("index", type=Path, help="the site's index.html")
     parser.add_argument("png", type=Path, help="where the picture goes")
     parser.add_argument("--width", type=int, default=1500, help="viewport width in pixels")
+    parser.add_argument("--colors", type=int, default=64,
+                        help="palette size of the saved PNG (a third of the full-colour size; 0: full colour)")
     args = parser.parse_args()
     if not args.index.is_file():
         parser.error(f"index: no such file {args.index} (build the site with ./run_all.sh)")
@@ -34,6 +36,12 @@ def main() -> None:
         page.goto(args.index.resolve().as_uri())
         page.locator("table.rt-claims").screenshot(path=str(args.png))
         browser.close()
+    if args.colors:  # the picture lives in git: a palette keeps it small, text stays sharp
+        from PIL import Image  # matplotlib's dependency
+
+        with Image.open(args.png) as shot:
+            small = shot.convert("RGB").quantize(colors=args.colors, method=Image.Quantize.MEDIANCUT)
+        small.save(args.png, optimize=True)
     print(f"{args.png}: {args.png.stat().st_size / 1024:.0f} KiB")
 
 

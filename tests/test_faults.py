@@ -252,6 +252,14 @@ def test_run_all_killed_then_rerun_finishes_only_what_was_left(books, reference,
     assert len(pd.read_csv(results / "01_train/metrics.csv")) == STEPS // 100
 
 
+def test_a_run_ends_by_building_its_profiles_site_with_a_page_per_notebook(reference):
+    site = reference / "site"  # the CPU profile's root is results/ itself
+    assert sorted(p.name for p in site.glob("*.html")) == ["01_train.html", "02_quick.html",
+                                                          "index.html"]
+    index = (site / "index.html").read_text()
+    assert 'href="01_train.html"' in index and 'href="02_quick.html"' in index
+
+
 def test_a_no_change_rerun_skips_everything_and_a_changed_notebook_reruns(reference, tmp_path):
     books = _make_books(tmp_path / "notebooks")  # the same notebooks: this test edits one
     results = tmp_path / "results"

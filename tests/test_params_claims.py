@@ -92,6 +92,13 @@ def test_claims_are_written_as_checked_and_fail_only_a_profile_run(tmp_path):
     assert (held, failed) == (1, 2) and lines[0].startswith("profile: b (y = 3")
 
 
+def test_a_claim_not_shown_without_a_scale_reads_without_an_empty_expected_at(tmp_path):
+    record = Claims(tmp_path, strict=True, not_shown={"c": "measured"})
+    record.check("c", "paper §3", "solves", "0.5", False)  # no scale named
+    _, _, lines = summary({"run": tmp_path})
+    assert lines == ["run: not shown at this scale: c (0.5; paper: solves)"]
+
+
 def test_a_claim_declared_not_shown_at_this_scale_is_recorded_and_does_not_fail(tmp_path, capsys):
     (tmp_path / "cpu").mkdir()
     record = Claims(tmp_path / "cpu", strict=True,

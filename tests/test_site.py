@@ -149,6 +149,8 @@ def test_clock_and_progress_line():
     line = runner.progress_line({"01_a": (100.0, 200.0), "02_b": (250.0, None)}, 3, 15, 300.0)
     assert line == ("    [3/15 done] 01_a 3:20 of ~3:20 (100%) | "
                     "02_b 0:50 (no earlier run to compare)")
+    late = runner.progress_line({"11_c": (0.0, 8.0)}, 0, 1, 360.0)
+    assert late == "    [0/1 done] 11_c 6:00, past the 0:08 of its last run"
 
 
 def test_the_ticker_prints_lines_into_a_log_and_redraws_on_a_terminal():
