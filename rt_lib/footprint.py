@@ -26,6 +26,7 @@ import multiprocessing
 import resource
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -89,17 +90,20 @@ class Footprint:
                 "cpu_s_per_step": self.seconds, "cpu_GFLOP_per_s": self.achieved_flops / 1e9}
 
 
+#: Linux's interface to the running process (procfs), where the kernel reports its resident
+#: memory: not data, so not a setting.  Only the process taking the step reads it.
+PROC_SELF = Path("/proc/self")
+
+
 def _rss() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * resource.getpagesize()
+    return int((PROC_SELF / "statm").read_text().split()[1]) * resource.getpagesize()
 
 
 def _reset_peak() -> bool:
     """Restart the kernel's count of this process's peak resident memory (Linux >= 4.0), so
     that what unpickling the task cost before the step does not count as the step's."""
     try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
+        (PROC_SELF / "clear_refs").write_text("5")
         return True
     except OSError:
         return False
@@ -108,10 +112,9 @@ def _reset_peak() -> bool:
 def _peak() -> int:
     """Peak resident memory since :func:`_reset_peak` (VmHWM), else over the process's life."""
     try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
+        for line in (PROC_SELF / "status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
     except OSError:
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
