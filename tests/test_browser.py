@@ -138,8 +138,18 @@ def test_neuron_slider_changes_the_rendered_image(lab):
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    """The site of the committed notebooks (the CPU profile's recorded runs)."""
+    """The site of the committed notebooks (the CPU profile's recorded runs); with
+    RT_TEST_SITE_OF=<a profile's results root> (e.g. results), the site ./run_all.sh built there,
+    checked against the notebooks that run executed."""
     _need_browser()
+    built = os.environ.get("RT_TEST_SITE_OF")
+    if built:
+        root = Path(built).resolve()
+        books = {name: root / name / f"{name}.ipynb" for name in available_notebooks()
+                 if (root / name / f"{name}.ipynb").is_file()}
+        if not (root / "site" / "index.html").is_file():
+            pytest.fail(f"RT_TEST_SITE_OF={built}: no site/index.html there (./run_all.sh builds it)")
+        return root / "site" / "index.html", books
     root = tmp_path_factory.mktemp("results")
     books = available_notebooks()
     for name, path in books.items():
