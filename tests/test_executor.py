@@ -94,6 +94,16 @@ def test_job_keys_must_be_unique(tmp_path):
         ex.run_jobs([job, job], tmp_path, LOCAL)
 
 
+def _assert_same_grid(inline, local) -> None:
+    """The same metrics (wall times aside) and bit-identical weights, run by run."""
+    drop = ["wall_time_s"]
+    pd.testing.assert_frame_equal(inline.metrics.drop(columns=drop),
+                                  local.metrics.drop(columns=drop))
+    for key, model in inline.models.items():
+        theirs = local.models[key].state_dict()
+        assert all(torch.equal(v, theirs[k]) for k, v in model.state_dict().items())
+
+
 def test_a_grid_as_local_jobs_equals_the_inline_grid(tmp_path, monkeypatch):
     # eval_rows: the smoke test's capped evaluation sets, a task wrapper that travels too
     params = ModularAdditionParams(p=7, widths=(8,), models=("random transformer",), restarts=2,
@@ -106,17 +116,30 @@ def test_a_grid_as_local_jobs_equals_the_inline_grid(tmp_path, monkeypatch):
     store = tmp_path / "jobs"
     local = train_grid(task, params, job_store=str(store))
     assert len(list(store.glob("random_transformer_d8_r*_*.pt"))) == 2  # one job per restart
-    drop = ["wall_time_s"]
-    pd.testing.assert_frame_equal(inline.metrics.drop(columns=drop),
-                                  local.metrics.drop(columns=drop))
-    for key, model in inline.models.items():
-        theirs = local.models[key].state_dict()
-        assert all(torch.equal(v, theirs[k]) for k, v in model.state_dict().items())
+    _assert_same_grid(inline, local)
     # a changed setting is another run: its own key, not the stored result
     other = train_grid(task, ModularAdditionParams(**{**params.__dict__, "seed": 1}),
                        job_store=str(store))
     assert len(list(store.glob("random_transformer_d8_r*_*.pt"))) == 4
     assert not other.metrics["seed"].isin(local.metrics["seed"]).any()
+
+
+def test_a_language_grid_as_local_jobs_reads_its_streams_from_one_file(tmp_path, monkeypatch):
+    """Notebook 08 under --executor: the jobs memory-map the token streams written once to the
+    store and train exactly the inline models."""
+    from rt_lib.tasks import LanguageModelling
+
+    gen = torch.Generator().manual_seed(0)
+    task = LanguageModelling(torch.randint(0, 40, (50_000,), generator=gen),
+                             torch.randint(0, 40, (2_000,), generator=gen), d_vocab=40, n_ctx=12)
+    params = ModularAdditionParams(widths=(8,), models=("random transformer",), restarts=2,
+                                   steps=6, batch_size=4, warmup_steps=1, eval_every=3)
+    inline = train_grid(task, params)
+    for key, value in ex.to_env(LOCAL).items():
+        monkeypatch.setenv(key, value)
+    local = train_grid(task, params, job_store=str(tmp_path / "jobs"))
+    assert len(list((tmp_path / "jobs" / "data").glob("*-streams-*.pt"))) == 1
+    _assert_same_grid(inline, local)
 
 
 def test_settings_are_checked_by_name(tmp_path):

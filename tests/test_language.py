@@ -1,5 +1,7 @@
 """Tokenizer, language-modelling task and sampling (notebook 08)."""
 
+import pickle
+
 import pytest
 import torch
 
@@ -65,6 +67,28 @@ def test_language_windows_are_next_token_pairs():
     assert vx.shape == (4, 8)  # (35 - 1) // 8 non-overlapping windows
     assert torch.equal(vx[:, 0], torch.tensor([0, 8, 16, 24]))
     assert task.n_valid_tokens == 32
+
+
+def test_a_jobs_copy_carries_a_path_and_trains_on_the_same_windows(tmp_path):
+    """--executor local|slurm: the token streams go to a file once; each job's pickle holds its
+    path (the paper profile's stream would not fit submitit's pickle), and the unpickled task
+    draws exactly the original's batches and evaluation windows."""
+    train_ids, valid_ids = torch.randint(0, 50, (200_000,)), torch.randint(0, 50, (3_000,))
+    task = LanguageModelling(train_ids, valid_ids, d_vocab=50, n_ctx=16, n_valid_windows=20)
+    job = task.for_jobs(tmp_path / "data")
+    blob = pickle.dumps(job)
+    assert len(blob) < 20_000 < len(pickle.dumps(task))  # the stream alone is 1.6 MB
+    again = pickle.loads(blob)
+    for step in (0, 7):
+        for a, b in zip(task.get_batch(step, 8, seed=3), again.get_batch(step, 8, seed=3)):
+            assert a.dtype == b.dtype == torch.long and torch.equal(a, b)
+    for a, b in zip(task.eval_sets()["valid"], again.eval_sets()["valid"]):
+        assert a.shape == (20, 16) and torch.equal(a, b)
+    # the same streams: the same file, written once; other text: a file of its own
+    assert task.for_jobs(tmp_path / "data")._streams_file == job._streams_file
+    other = LanguageModelling(train_ids.flip(0), valid_ids, d_vocab=50, n_ctx=16)
+    assert other.for_jobs(tmp_path / "data")._streams_file != job._streams_file
+    assert len(list((tmp_path / "data").glob("*.pt"))) == 2
 
 
 def test_language_task_rejects_a_too_short_stream():

@@ -13,6 +13,7 @@ import re
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pandas as pd
@@ -237,6 +238,9 @@ class EvalCapped(Task):
     def get_batch(self, step: int, batch_size: int | None, seed: int):
         return self.inner.get_batch(step, batch_size, seed)
 
+    def for_jobs(self, folder: str | Path) -> "EvalCapped":
+        return EvalCapped(self.inner.for_jobs(folder), self.rows)
+
     def eval_sets(self):
         return {k: (x[: self.rows], y[: self.rows]) for k, (x, y) in self.inner.eval_sets().items()}
 
@@ -312,8 +316,9 @@ def train_grid(task: Task, params: GridParams, checkpoint_dir: str | None = None
     else:
         # A job builds its model from the config and seed (the same weights as built here):
         # the pickle each job carries stays small however wide the model.
+        job_task = task.for_jobs(Path(job_store) / "data")  # large data: a file, not a pickle
         jobs = [Job(_job_key(params, kind, width, r, cfg, c), train_one,
-                    (cfg, derive(s, "init"), task, c, f"{kind} d={width} #{r}"))
+                    (cfg, derive(s, "init"), job_task, c, f"{kind} d={width} #{r}"))
                 for width, kind, cfg, seeds, tcfgs, _, _ in groups
                 for r, (s, c) in enumerate(zip(seeds, tcfgs))]
         name = str((meta or {}).get("notebook", "grid"))

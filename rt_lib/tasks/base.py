@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -40,6 +41,12 @@ class Task(ABC):
     @abstractmethod
     def eval_sets(self) -> dict[str, Batch]:
         """Fixed sets scored during training, e.g. ``{"train": ..., "test": ...}``."""
+
+    def for_jobs(self, folder: str | Path) -> "Task":
+        """This task as a submitted training job carries it in its pickle
+        (:mod:`rt_lib.executor`): the task itself, unless its data is large enough to belong in
+        a file under ``folder`` that every job reads (:class:`~rt_lib.tasks.language.LanguageModelling`)."""
+        return self
 
     def loss(self, logits: Tensor, targets: Tensor) -> Tensor:
         """Training loss: mean cross-entropy over scored positions."""

@@ -8,9 +8,15 @@ as the ``valid`` set.  The tokenizer and sampling live in :mod:`rt_lib.text`.
 
 from __future__ import annotations
 
+import copy
+import hashlib
+from pathlib import Path
+from typing import Any
+
 import torch
 from torch import Tensor
 
+from rt_lib.io import atomic_save_torch
 from rt_lib.seeding import derive
 from rt_lib.tasks.base import Batch, Task
 
@@ -39,13 +45,49 @@ class LanguageModelling(Task):
             if n_valid_windows < 1:
                 raise ValueError(f"n_valid_windows must be positive, got {n_valid_windows}")
             n_windows = min(n_windows, n_valid_windows)
-        starts = torch.arange(n_windows) * n_ctx
-        self._valid = self._windows(valid_ids, starts)
+        self._n_windows = n_windows
+        self._valid = self._windows(valid_ids, torch.arange(n_windows) * n_ctx)
+        self._streams_file: str | None = None  # set by for_jobs: where a job reads the streams
 
     def _windows(self, ids: Tensor, starts: Tensor) -> Batch:
         index = starts[:, None] + torch.arange(self.n_ctx + 1)  # [b, t+1]
-        chunk = ids[index]
+        chunk = ids[index].long()  # a job's memory-mapped streams are int32
         return chunk[:, :-1], chunk[:, 1:]
+
+    def for_jobs(self, folder: str | Path) -> LanguageModelling:
+        """A copy whose pickle carries the path of its token streams, not the streams: they are
+        written once to ``folder`` (as int32, named by their content, so a changed text is
+        another file) and every job memory-maps the same file.  The paper profile's training
+        stream (the hub's TinyStories) would otherwise travel in each job's pickle."""
+        digest = hashlib.sha256(f"{self.name} {self.d_vocab}".encode())
+        for ids in (self.train_ids, self.valid_ids):
+            digest.update(str(len(ids)).encode())
+            digest.update(memoryview(ids.contiguous().numpy()))  # no copy of the stream
+        path = Path(folder) / f"{self.name}-streams-{digest.hexdigest()[:16]}.pt"
+        if not path.exists():  # written whole or not at all (atomic_save_torch)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_save_torch({"train": self.train_ids.to(torch.int32),
+                               "valid": self.valid_ids.to(torch.int32)}, path)
+        out = copy.copy(self)
+        out._streams_file = str(path)
+        return out
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        if self._streams_file is not None:  # the job reads them from the file
+            for key in ("train_ids", "valid_ids", "_valid"):
+                del state[key]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if "train_ids" not in state:
+            # Memory-mapped: the jobs on one node share the file's pages instead of each
+            # holding a copy (the file's checksum was checked when it was written)
+            streams = torch.load(state["_streams_file"], mmap=True, weights_only=True)
+            self.train_ids, self.valid_ids = streams["train"], streams["valid"]
+            self._valid = self._windows(self.valid_ids,
+                                        torch.arange(self._n_windows) * self.n_ctx)
 
     def get_batch(self, step: int, batch_size: int | None, seed: int) -> Batch:
         if batch_size is None:
