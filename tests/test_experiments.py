@@ -212,7 +212,11 @@ def test_table1_reports_missing_notebooks_and_aggregates_restarts(results_tmp):
     assert (rnd["median"], rnd["min"], rnd["max"], rnd["restarts"]) == (0.8, 0.5, 1.0, 3)
     assert set(t.loc[t.task == "decimal addition", "metric"]) == {"exact match", "per-token accuracy"}
     wide = table1.wide_table1(t)
-    assert wide.loc[wide.model == "random transformer", "needle"].item() == "0.800 [0.50, 1.00]"
+    assert wide.loc[wide.model == "random transformer", "needle"].item() == "0.800 [0.500, 1.000]"
+    # a range as precise as its median: 0.005 shown as 0.01 read as a minimum above the median
+    _write_table1_sources(results_tmp, {("trained LSTM", 128): [0.005, 0.006, 0.015]})
+    wide = table1.wide_table1(table1.table1(table1.load_metrics()))
+    assert wide.loc[wide.model == "trained LSTM", "needle"].item() == "0.006 [0.005, 0.015]"
 
 
 def test_table1_claims_cover_every_task_and_never_pass_over_a_failing_one(results_tmp):

@@ -121,10 +121,11 @@ def panels(table: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 def wide_table1(table: pd.DataFrame) -> pd.DataFrame:
     """The paper's layout: a row per (model, width), a column per task, "median [min, max]"
-    (a dagger marks a cell with restarts cut short by their budget)."""
+    (a dagger marks a cell with restarts cut short by their budget).  Every number to three
+    places: a range rounded coarser than its median can read as a median outside it."""
     table = main_rows(table)
     cell = table.assign(cell=[
-        (f"{m:.3f} [{lo:.2f}, {hi:.2f}]" if n > 1 else f"{m:.3f}") + ("" if b == "converged" else " †")
+        (f"{m:.3f} [{lo:.3f}, {hi:.3f}]" if n > 1 else f"{m:.3f}") + ("" if b == "converged" else " †")
         for m, lo, hi, n, b in zip(table["median"], table["min"], table["max"], table["restarts"],
                                    table["budget"])])
     wide = cell.pivot(index=["model", "width"], columns="task", values="cell")
