@@ -34,6 +34,7 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
+from rt_lib.footprint import peak_resident_bytes, resident_bytes
 from rt_lib.io import results_dir
 from rt_lib.seeding import set_threads
 from rt_lib.train import TrainConfig, make_optimizer, resolve_device, train_step
@@ -208,16 +209,9 @@ def _bf16(setup: Setup) -> Setup:
 
 # ------------------------------------------------------------------------------------ measuring
 
-def _rss_mib(field: str) -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def measure_case(name: str, group: str, seconds: float, max_steps: int, device: str) -> dict:
     """Build and time one case in this process (called in a fresh process per case)."""
-    base = _rss_mib("VmRSS")
+    base = resident_bytes() / 2**20
     cases = cpu_cases() if group == "cpu" else paper_cases()
     setup = cases[name]()
     dev = resolve_device(device)
@@ -249,7 +243,7 @@ def measure_case(name: str, group: str, seconds: float, max_steps: int, device: 
     sync()
     per_step = (time.perf_counter() - start) / n
     peak = (torch.cuda.max_memory_allocated() / 2**20 if dev.type == "cuda"
-            else _rss_mib("VmHWM") - base)
+            else peak_resident_bytes() / 2**20 - base)
     return {"case": name, "group": group, "steps_per_s": 1 / per_step, "timed_steps": n,
             "gflop_per_step": flops / 1e9, "gflops": flops / per_step / 1e9,
             "bf16": bool(setup.cfg is not None and setup.cfg.bf16), "peak_mib": peak}

@@ -26,10 +26,10 @@ import multiprocessing
 import resource
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import psutil
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -90,34 +90,16 @@ class Footprint:
                 "cpu_s_per_step": self.seconds, "cpu_GFLOP_per_s": self.achieved_flops / 1e9}
 
 
-#: Linux's interface to the running process (procfs), where the kernel reports its resident
-#: memory: not data, so not a setting.  Only the process taking the step reads it.
-PROC_SELF = Path("/proc/self")
+def resident_bytes() -> int:
+    """This process's resident memory now (psutil: the operating system's own count)."""
+    return psutil.Process().memory_info().rss
 
 
-def _rss() -> int:
-    return int((PROC_SELF / "statm").read_text().split()[1]) * resource.getpagesize()
-
-
-def _reset_peak() -> bool:
-    """Restart the kernel's count of this process's peak resident memory (Linux >= 4.0), so
-    that what unpickling the task cost before the step does not count as the step's."""
-    try:
-        (PROC_SELF / "clear_refs").write_text("5")
-        return True
-    except OSError:
-        return False
-
-
-def _peak() -> int:
-    """Peak resident memory since :func:`_reset_peak` (VmHWM), else over the process's life."""
-    try:
-        for line in (PROC_SELF / "status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+def peak_resident_bytes() -> int:
+    """This process's peak resident memory over its life (``ru_maxrss``: KiB on Linux).  The
+    step runs in a fresh process, so the peak is the step's unless unpickling its task or the
+    imports before it went higher: then the report is that, never less than the step."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 #: Model options of the step run on the meta device: the plain forward.  The transformer's
@@ -134,8 +116,7 @@ def _step(shape: StepShape, rows: int, plain: bool, out: multiprocessing.Queue) 
     """In a fresh process: build, two steps (the first counted, the second timed), report.
     ``plain``: the plain forward (:data:`PLAIN`), as on the meta device."""
     set_threads(1)
-    _reset_peak()
-    base = _rss()
+    base = resident_bytes()
     model = build_model(shape.model, 0, **(PLAIN.get(type(shape.model), {}) if plain else {}))
     x, y = shape.task.get_batch(0, rows, 0)
     optimizer = make_optimizer(model, shape.train)
@@ -144,7 +125,7 @@ def _step(shape: StepShape, rows: int, plain: bool, out: multiprocessing.Queue) 
     start = time.perf_counter()
     train_step(model, shape.task, optimizer, x, y, shape.train)
     seconds = time.perf_counter() - start
-    peak = _peak()
+    peak = peak_resident_bytes()
     n_params = sum(p.numel() for p in model.parameters())
     out.put((peak - base, float(counter.get_total_flops()), seconds, n_params))
 

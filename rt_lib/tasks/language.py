@@ -46,8 +46,11 @@ class LanguageModelling(Task):
                 raise ValueError(f"n_valid_windows must be positive, got {n_valid_windows}")
             n_windows = min(n_windows, n_valid_windows)
         self._n_windows = n_windows
-        self._valid = self._windows(valid_ids, torch.arange(n_windows) * n_ctx)
+        self._valid = self._valid_windows()
         self._streams_file: str | None = None  # set by for_jobs: where a job reads the streams
+
+    def _valid_windows(self) -> Batch:
+        return self._windows(self.valid_ids, torch.arange(self._n_windows) * self.n_ctx)
 
     def _windows(self, ids: Tensor, starts: Tensor) -> Batch:
         index = starts[:, None] + torch.arange(self.n_ctx + 1)  # [b, t+1]
@@ -86,8 +89,7 @@ class LanguageModelling(Task):
             # holding a copy (the file's checksum was checked when it was written)
             streams = torch.load(state["_streams_file"], mmap=True, weights_only=True)
             self.train_ids, self.valid_ids = streams["train"], streams["valid"]
-            self._valid = self._windows(self.valid_ids,
-                                        torch.arange(self._n_windows) * self.n_ctx)
+            self._valid = self._valid_windows()
 
     def get_batch(self, step: int, batch_size: int | None, seed: int) -> Batch:
         if batch_size is None:
