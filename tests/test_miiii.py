@@ -164,6 +164,25 @@ def test_miiii_parameters_are_checked():
         MiiiiParams(d_model=30)
     with pytest.raises(ValueError, match="init"):
         MiiiiParams(grokfast_init="ones")
+    with pytest.raises(ValueError, match="full_epoch_variants"):
+        MiiiiParams(full_epoch_variants=("primality",))
+
+
+def test_full_epoch_variants_get_t_miiiis_epochs_under_the_same_run_key():
+    from dataclasses import replace
+
+    from rt_lib.experiments.miiii import MiiiiParams
+
+    params = MiiiiParams(epochs=300, baseline_epochs=20, full_epoch_variants=("masked",))
+    assert [params.epochs_for(v, lamb) for v, lamb in
+            [("miiii", 2.0), ("masked", 2.0), ("basis", 2.0), ("nanda", 2.0), ("miiii", 0.0)]] == [
+        300, 300, 20, 20, 20]
+    # a run is keyed by what it computes: T_masked at 300 epochs is the run every baseline at
+    # full epochs makes, and T_basis at 20 is not T_basis at 300
+    every = replace(params, baseline_epochs=None, full_epoch_variants=())
+    assert params.run_key("masked", 2.0) == every.run_key("masked", 2.0)
+    assert params.run_key("basis", 2.0) != every.run_key("basis", 2.0)
+    assert replace(params, full_epoch_variants=()).run_key("basis", 2.0) == params.run_key("basis", 2.0)
 
 
 def _fake_run(variant, lamb, generalise_at, epochs=1000, dropout=None):
