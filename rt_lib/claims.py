@@ -1,30 +1,42 @@
-"""What each notebook claims, recorded beside its results.
+"""The papers' claims: the ledger, and what each notebook run records of them.
 
-A notebook checks each of the papers' claims it can test with :meth:`Claims.check`: the claim's
-id, where the paper makes it, the paper's value or statement, our value, whether it holds here,
-and, for a claim that does not hold at this scale, the scale at which it is expected to.  Every
-check is appended to ``claims.csv`` in the run's results folder at once (an interrupted notebook
-keeps what it checked), and printed.
+**The ledger** (``rt_lib/ledger.yaml``, :func:`ledger`) holds every claim of the two papers the
+project checks, once: its id, paper, section, statement, the paper's value, and the one notebook
+that checks it.
 
-:meth:`Claims.done` ends the notebook's checks.  In a profile's own run (the committed CPU
-profile, which nbval re-runs, or the paper profile) a claim that does not hold fails the
-notebook: a regression is caught.  The exception is a claim measured not to show at the
-profile's scale and declared so (``Experiment.not_shown_on_cpu``, with the measurement): it is
-recorded with ``expected=False``, reported as "not shown at this scale" with the scale that
-would show it, and does not fail the run.  In an exploration run (changed parameters, a folder
-of its own) every failing claim is reported and the notebook finishes: asking a question is not
-an error.
-``./run_all.sh`` ends with the count over every notebook it ran (:func:`summary`).
+**A run's record.**  A notebook records each ledger claim it checks with :meth:`Claims.check`
+(our measurement and a :class:`~rt_lib.verdicts.Verdict` with its margin), or
+:meth:`Claims.not_checked` (why: qualitative, needs data we lack, not trained in this run), and
+claims of its own, beyond the papers, with :meth:`Claims.ours`: those are counted apart, and a
+stand-in for a paper's claim is one of ours.  Each record is appended to ``claims.csv`` in the
+run's folder at once (an interrupted notebook keeps what it checked), and printed.  A status is
+one of ``holds``, ``fails``, ``not shown`` (the comparison did not separate, or a claim measured
+not to show at this profile's scale: with the scale expected to show it) and ``not checked``.
+
+:meth:`Claims.done` ends the checks.  In a profile's own run (the committed CPU profile, which
+nbval re-runs, or the paper profile) it fails the notebook on a claim that fails, on one not
+shown that the experiment did not declare so with its measurement (``Experiment.not_shown_on_cpu``:
+a regression is caught either way), and on a ledger claim of the notebook left unrecorded.  In an
+exploration run every status is reported and the notebook finishes: asking is not an error.
+``./run_all.sh`` ends with the four counts over every notebook it ran (:func:`summary`).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import asdict, dataclass, fields
+from functools import cache
 from pathlib import Path
 
 import pandas as pd
+import yaml
+
+from rt_lib.verdicts import FAILS, HOLDS, NOT_CHECKED, NOT_SHOWN, STATUSES, Verdict
 
 FILENAME = "claims.csv"
+LEDGER = Path(__file__).with_name("ledger.yaml")
+PAPERS = {"rt": "Zhong & Andreas 2024", "mi": "Syrkis & Søgaard 2024"}
+OURS = "ours"  # the source of a claim beyond both papers
 
 
 class ClaimsFailed(AssertionError):
@@ -32,19 +44,60 @@ class ClaimsFailed(AssertionError):
 
 
 @dataclass(frozen=True)
+class LedgerClaim:
+    id: str  # e.g. "rt-t1-modular": paper, figure or table, subject
+    paper: str  # "rt" (Zhong & Andreas) or "mi" (Syrkis & Søgaard)
+    source: str  # section and figure or table, e.g. "§4.1, Table 1"
+    statement: str  # the claim, one sentence
+    value: str  # the paper's number(s), or its qualitative statement
+    notebook: str  # the one notebook that checks it
+
+    @property
+    def citation(self) -> str:
+        return f"{PAPERS[self.paper]}, {self.source}"
+
+
+@cache
+def ledger() -> dict[str, LedgerClaim]:
+    """{id: claim} of ``rt_lib/ledger.yaml``, in its order; refuses a malformed file naming it."""
+    try:
+        entries = yaml.safe_load(LEDGER.read_text())
+        out = {}
+        for entry in entries:
+            claim = LedgerClaim(**{f.name: str(entry[f.name]) for f in fields(LedgerClaim)})
+            if claim.id in out:
+                raise ValueError(f"id {claim.id!r} twice")
+            if claim.paper not in PAPERS:
+                raise ValueError(f"{claim.id}: paper must be one of {sorted(PAPERS)}")
+            out[claim.id] = claim
+    except (yaml.YAMLError, TypeError, KeyError, ValueError) as err:
+        raise ValueError(f"{LEDGER}: malformed ledger ({err})") from None
+    return out
+
+
+def ledger_of(notebook: str) -> list[str]:
+    """The ledger ids that ``notebook`` checks."""
+    return [c.id for c in ledger().values() if c.notebook == notebook]
+
+
+@dataclass(frozen=True)
 class Claim:
-    id: str  # short and stable, e.g. "random-solves-modular-addition"
-    source: str  # paper and section, e.g. "Zhong & Andreas 2024, §4.1, Table 1"
-    paper: str  # the paper's value or statement
-    ours: str  # what this run measured, with its unit or comparison
-    holds: bool
-    scale: str = ""  # for a claim that does not hold here: the scale expected to show it
-    expected: bool = True  # False: measured and declared not to show at this profile's scale
+    id: str  # a ledger id, or a claim of ours
+    source: str  # paper and section, or "ours"
+    paper: str  # the paper's value or statement (ours: our statement)
+    measured: str  # what this run measured, with the margin it was judged by
+    status: str  # holds, fails, not shown, not checked
+    scale: str = ""  # not shown: the scale expected to show it; not checked: why
+    own: bool = False  # a claim of ours: counted apart from the papers'
 
     def __str__(self) -> str:
-        mark = "HOLDS" if self.holds else "FAILS" if self.expected else "NOT SHOWN AT THIS SCALE"
-        line = f"[{mark}] {self.id}: {self.ours} (paper: {self.paper})"
-        return line if self.holds or not self.scale else f"{line}; expected at {self.scale}"
+        what = self.scale if self.status == NOT_CHECKED else self.measured
+        line = f"[{self.status.upper()}]{' (ours)' if self.own else ''} {self.id}: {what}"
+        if not self.own:
+            line += f" (paper: {self.paper})"
+        if self.status == NOT_SHOWN and self.scale:
+            line += f"; expected at {self.scale}"
+        return line
 
 
 COLUMNS = [f.name for f in fields(Claim)]
@@ -53,18 +106,18 @@ COLUMNS = [f.name for f in fields(Claim)]
 class Claims:
     """The claims of one notebook run, written to ``<folder>/claims.csv``."""
 
-    def __init__(self, folder: Path, strict: bool, not_shown: dict[str, str] | None = None) -> None:
+    def __init__(self, folder: Path, strict: bool, notebook: str = "",
+                 not_shown: dict[str, str] | None = None) -> None:
         self.path = Path(folder) / FILENAME
-        self.strict = strict  # a profile's own run: failing claims fail the notebook
-        self.not_shown = dict(not_shown or {})  # claim id -> why it cannot show at this scale
+        self.notebook = notebook  # its ledger claims must all be recorded ("" for none)
+        self.strict = strict  # a profile's own run: a claim that does not hold fails it
+        self.not_shown = dict(not_shown or {})  # claim id -> the measurement, the scale
         self.claims: list[Claim] = []
         self.path.unlink(missing_ok=True)  # a rerun records its own claims only
 
-    def check(self, id: str, source: str, paper: str, ours: str, holds: bool,
-              scale: str = "") -> Claim:
-        if any(c.id == id for c in self.claims):
-            raise ValueError(f"claim {id!r} checked twice")
-        claim = Claim(id, source, paper, ours, bool(holds), scale, id not in self.not_shown)
+    def _record(self, claim: Claim) -> Claim:
+        if any(c.id == claim.id for c in self.claims):
+            raise ValueError(f"claim {claim.id!r} recorded twice")
         self.claims.append(claim)
         from rt_lib.io import save_csv  # io imports nothing of ours: no cycle, kept lazy
 
@@ -72,58 +125,131 @@ class Claims:
         print(claim)
         return claim
 
-    @property
-    def failing(self) -> list[Claim]:
-        """Claims that do not hold and were expected to at this scale."""
-        return [c for c in self.claims if not c.holds and c.expected]
+    def _status(self, id: str, verdict: Verdict | bool, scale: str) -> tuple[str, str, str]:
+        """(status, margin, scale): a claim that does not hold here and was declared not to
+        show at this profile's scale is ``not shown`` with the declared measurement."""
+        if isinstance(verdict, bool):
+            verdict = Verdict(HOLDS if verdict else FAILS, "")
+        status = verdict.status
+        if status != HOLDS and id in self.not_shown:
+            return NOT_SHOWN, verdict.margin, scale or self.not_shown[id]
+        return status, verdict.margin, scale
+
+    def check(self, id: str, measured: str, verdict: Verdict | bool, scale: str = "") -> Claim:
+        """Record ledger claim ``id``: ``measured`` says what this run measured; the verdict's
+        margin is appended to it; ``scale`` names the scale expected to show it."""
+        if id not in ledger():
+            raise ValueError(f"claim {id!r} is not in the ledger ({LEDGER.name}); a claim "
+                             "beyond the papers is recorded with Claims.ours")
+        entry = ledger()[id]
+        if self.notebook and entry.notebook != self.notebook:
+            raise ValueError(f"claim {id!r} is checked by {entry.notebook} (the ledger), "
+                             f"not {self.notebook}")
+        status, margin, scale = self._status(id, verdict, scale)
+        text = f"{measured} ({margin})" if margin else measured
+        return self._record(Claim(id, entry.citation, entry.value, text, status, scale))
+
+    def not_checked(self, id: str, why: str) -> Claim:
+        """Record ledger claim ``id`` as not checked, saying why."""
+        if id not in ledger():
+            raise ValueError(f"claim {id!r} is not in the ledger ({LEDGER.name})")
+        entry = ledger()[id]
+        return self._record(Claim(id, entry.citation, entry.value, "", NOT_CHECKED, why))
+
+    def ours(self, id: str, statement: str, measured: str, verdict: Verdict | bool,
+             scale: str = "") -> Claim:
+        """Record a claim of our own (beyond the papers, or a stand-in for one of theirs):
+        counted apart from the papers' claims."""
+        if id in ledger():
+            raise ValueError(f"{id!r} is a ledger id: record it with Claims.check")
+        status, margin, scale = self._status(id, verdict, scale)
+        text = f"{measured} ({margin})" if margin else measured
+        return self._record(Claim(id, OURS, statement, text, status, scale, own=True))
 
     def done(self) -> None:
-        """End of the checks: raise in a profile's own run if a claim expected to hold fails;
-        report the claims declared not to show at this scale, and any of those that now hold."""
-        n, bad = len(self.claims), self.failing
-        unshown = [c for c in self.claims if not c.expected and not c.holds]
-        held = sum(c.holds for c in self.claims)
-        print(f"{held} of {n} claims hold" + (f"; {len(unshown)} not shown at this scale"
-                                            if unshown else "")
-              if n else "no claim of the papers is checked here")
-        for c in unshown:
-            print(f"  not shown at this scale: {c.id}: {self.not_shown[c.id]}")
+        """End of the checks: report the counts; in a profile's own run raise on a claim that
+        fails, an undeclared claim not shown, or a ledger claim of this notebook unrecorded
+        (elsewhere those are recorded as not checked)."""
+        recorded = {c.id for c in self.claims}
+        missing = [i for i in ledger_of(self.notebook) if i not in recorded] if self.notebook else []
+        if missing and not self.strict:
+            for i in missing:
+                self.not_checked(i, "not measured by this run's settings")
+        counts = Counter(c.status for c in self.claims)
+        print(", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s])
+              + f" of {len(self.claims)} claims" if self.claims else "no claim is checked here")
         for c in self.claims:
-            if not c.expected and c.holds:
+            if c.id in self.not_shown and c.status == HOLDS:
                 print(f"  {c.id} was declared not to show at this scale but holds: "
                       "remove it from not_shown_on_cpu")
-        if bad and self.strict:
-            raise ClaimsFailed("claims that no longer hold: " + ", ".join(c.id for c in bad))
+        bad = [c.id for c in self.claims if c.status == FAILS
+               or (c.status == NOT_SHOWN and c.id not in self.not_shown)]
+        if self.strict and (bad or missing):
+            raise ClaimsFailed("claims that do not hold (failing, or not shown without a "
+                               "declared measurement): " + ", ".join(bad)
+                               + (f"; ledger claims never recorded: {', '.join(missing)}"
+                                  if missing else ""))
         if bad:
-            print("exploration run: the failing claims are reported, not asserted")
+            print("exploration run: the claims that do not hold are reported, not asserted")
 
 
 def read(folder: Path) -> pd.DataFrame | None:
+    """A run's ``claims.csv`` with a ``status`` and an ``own`` column (a file written before
+    statuses: from its holds / expected columns); None if it has none; a malformed file is
+    refused naming it."""
     path = Path(folder) / FILENAME
-    return pd.read_csv(path, keep_default_na=False) if path.exists() else None
+    if not path.exists():
+        return None
+    try:
+        table = pd.read_csv(path, keep_default_na=False)
+        if "status" not in table:  # written before statuses (holds, expected)
+            holds = _flag(table, "holds", False)
+            expected = _flag(table, "expected", True)
+            table["status"] = [HOLDS if h else FAILS if e else NOT_SHOWN
+                               for h, e in zip(holds, expected)]
+            table["measured"] = table.get("ours", "")
+        table["own"] = _flag(table, "own", False)
+        if not set(table["status"]) <= set(STATUSES) or "id" not in table:
+            raise ValueError(f"statuses {sorted(set(table['status']) - set(STATUSES))}")
+    except (pd.errors.ParserError, ValueError, KeyError) as err:
+        raise ValueError(f"{path}: malformed claims file ({err}); rerun its notebook") from None
+    return table
 
 
-def flag(table: pd.DataFrame, column: str, default: bool) -> pd.Series:
+def _flag(table: pd.DataFrame, column: str, default: bool) -> pd.Series:
     if column not in table:
-        return pd.Series(default, index=table.index)
+        return pd.Series(default, index=table.index, dtype=bool)
     return table[column].astype(str).str.lower() == "true"
 
 
-def summary(folders: dict[str, Path]) -> tuple[int, int, list[str]]:
-    """(claims that hold, claims that do not, a line per claim that does not) over the
-    ``claims.csv`` of every run folder given ({run name: folder}); a claim declared not to show
-    at its profile's scale is marked so in its line."""
-    held, failed, lines = 0, 0, []
+@dataclass
+class Summary:
+    papers: Counter  # status -> count over the papers' claims
+    ours: Counter  # status -> count over our own claims
+    lines: list[str]  # one per claim that does not hold, with its run
+
+
+def counts_line(counts: Counter) -> str:
+    return ", ".join(f"{counts[s]} {s}" for s in STATUSES)
+
+
+def summary(folders: dict[str, Path]) -> Summary:
+    """The four counts over the ``claims.csv`` of every run folder given ({run name: folder}),
+    the papers' claims apart from ours, and a line per claim that does not hold."""
+    out = Summary(Counter(), Counter(), [])
     for name, folder in folders.items():
         table = read(folder)
         if table is None:
             continue
-        ok = flag(table, "holds", False)
-        expected = flag(table, "expected", True)
-        held += int(ok.sum())
-        failed += int((~ok).sum())
-        for row, exp in zip(table[~ok].itertuples(), expected[~ok]):
-            scale = f", expected at {row.scale}" if row.scale else ""
-            where = "" if exp else f"not shown at this scale{scale}: "
-            lines.append(f"{name}: {where}{row.id} ({row.ours}; paper: {row.paper})")
-    return held, failed, lines
+        for row in table.itertuples():
+            (out.ours if row.own else out.papers)[row.status] += 1
+            if row.status != HOLDS:
+                mine = " (ours)" if row.own else ""
+                what = row.scale if row.status == NOT_CHECKED else (
+                    f"{row.measured}; {row.scale}" if row.scale else row.measured)
+                out.lines.append(f"{name}: {row.status}{mine}: {row.id}: {what}")
+    return out
+
+
+__all__ = ["FILENAME", "LEDGER", "PAPERS", "ClaimsFailed", "LedgerClaim", "ledger", "ledger_of",
+           "Claim", "Claims", "read", "summary", "Summary", "counts_line"]

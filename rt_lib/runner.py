@@ -533,15 +533,21 @@ def remove_unfinished(folders: list[Path]) -> list[Path]:
 
 
 def report_claims(folders: dict[str, Path]) -> None:
-    """The closing summary: how many recorded claims hold over the runs given, and which not."""
-    held, failed, lines = claims.summary(folders)
-    if held or failed:
-        print(f"claims: {held} of {held + failed} hold" + (", these do not:" if failed else "")
-              + (" (a claim not shown at this scale was measured so; its notebook says which "
-                 "scale shows it)" if any("not shown at this scale" in line for line in lines)
-                 else ""))
-        for line in lines:
-            print(f"  {line}")
+    """The closing summary: the four counts (holds, fails, not shown, not checked) over the
+    papers' claims recorded by the runs given, ours apart, and a line per claim not holding."""
+    got = claims.summary(folders)
+    n_papers, n_ours = sum(got.papers.values()), sum(got.ours.values())
+    if not n_papers + n_ours:
+        return
+    print(f"claims of the papers ({n_papers} recorded, {len(claims.ledger())} in the ledger): "
+          f"{claims.counts_line(got.papers)}")
+    if n_ours:
+        print(f"claims of our own ({n_ours}, counted apart): {claims.counts_line(got.ours)}")
+    if got.lines:
+        print("not holding (a claim not shown names the scale expected to show it; one not "
+              "checked says why):")
+    for line in got.lines:
+        print(f"  {line}")
 
 
 def report_footprints(profile: str, names: list[str], root: Path) -> None:

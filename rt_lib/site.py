@@ -19,6 +19,7 @@ from __future__ import annotations
 import html
 import json
 import time
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,8 +34,8 @@ from rt_lib.manifest import FILENAME as MANIFEST
 SITE = "site"  # <profile root>/site/
 TEMPLATE_DIR = Path(__file__).parent / "site_template"
 TEMPLATE = "rt_site"  # nbconvert's lab template, nothing fetched (site_template/rt_site)
-STATUS = {(True, True): "holds", (True, False): "holds", (False, True): "FAILS",
-          (False, False): "not shown at this scale"}  # (holds, expected) -> status
+COLOURS = {"holds": "#166534", "fails": "#b91c1c", "not shown": "#92400e",
+           "not checked": "#475569"}  # status -> its colour in the claims table
 
 
 @dataclass(frozen=True)
@@ -101,22 +102,24 @@ def own_runs(root: Path, names: list[str],
 
 
 def claims_table(root: Path, names: list[str]) -> pd.DataFrame:
-    """One row per claim recorded by the runs of ``names`` under ``root``."""
+    """One row per claim recorded by the runs of ``names`` under ``root``: the papers' claims
+    first (in notebook order), then ours."""
     rows = []
     for name in names:
         table = claims.read(root / name)
         if table is None:
             continue
-        holds = claims.flag(table, "holds", False)
-        expected = claims.flag(table, "expected", True)
-        for row, ok, exp in zip(table.itertuples(), holds, expected):
+        for row in table.itertuples():
             paper, _, section = str(row.source).partition(", ")
-            rows.append({"notebook": name, "claim": row.id, "paper": paper,
-                         "section": section, "paper's value": row.paper, "ours": row.ours,
-                         "status": STATUS[(bool(ok), bool(exp))],
-                         "scale": row.scale if not ok else ""})
-    return pd.DataFrame(rows, columns=["notebook", "claim", "paper", "section", "paper's value",
-                                       "ours", "status", "scale"])
+            rows.append({"notebook": name, "claim": row.id,
+                         "paper": "ours" if row.own else paper, "section": section,
+                         "paper's value": row.paper, "measured": row.measured,
+                         "status": row.status, "scale or why": row.scale})
+    columns = ["notebook", "claim", "paper", "section", "paper's value", "measured", "status",
+               "scale or why"]
+    table = pd.DataFrame(rows, columns=columns)
+    return table.sort_values("paper", key=lambda p: p == "ours", kind="stable",
+                             ignore_index=True)
 
 
 def _minutes(seconds: float | None) -> str:
@@ -126,7 +129,6 @@ def _minutes(seconds: float | None) -> str:
 
 
 def _claims_html(table: pd.DataFrame, pages: dict[str, Page]) -> str:
-    colour = {"holds": "#166534", "FAILS": "#b91c1c", "not shown at this scale": "#92400e"}
     head = "".join(f"<th>{html.escape(c)}</th>" for c in table.columns)
     body = []
     for row in table.itertuples(index=False):
@@ -136,7 +138,7 @@ def _claims_html(table: pd.DataFrame, pages: dict[str, Page]) -> str:
             if column == "notebook" and value in pages:
                 text = f'<a href="{pages[value].file}">{text}</a>'
             if column == "status":
-                text = f'<b style="color:{colour[value]}">{text}</b>'
+                text = f'<b style="color:{COLOURS[value]}">{text}</b>'
             cells.append(f"<td>{text}</td>")
         body.append(f'<tr class="rt-claim">{"".join(cells)}</tr>')
     return (f'<table class="rt-claims"><thead><tr>{head}</tr></thead>'
@@ -145,18 +147,20 @@ def _claims_html(table: pd.DataFrame, pages: dict[str, Page]) -> str:
 
 def index_notebook(profile: str, pages: list[Page], table: pd.DataFrame) -> nbformat.NotebookNode:
     """The index as a notebook (markdown and two HTML tables), rendered like every page."""
-    counts = table["status"].value_counts()
+    own = table["paper"] == "ours"
+    papers = claims.counts_line(Counter(table.loc[~own, "status"]))
+    ours = claims.counts_line(Counter(table.loc[own, "status"]))
     total = sum(p.wall_seconds or 0.0 for p in pages)
     intro = (f"# rt-companion: the {profile} profile\n\n"
              "Companion to Zhong & Andreas (2024), *Algorithmic Capabilities of Random "
              "Transformers*, and Syrkis & Søgaard (2024), *Mechanistic Interpretability on "
              "Irreducible Integer Identifiers*.\n\n"
              f"{len(pages)} notebooks"
-             + (f", {_minutes(total)} of notebook wall time in all" if total else "") + "; "
-             f"of {len(table)} recorded claims {int(counts.get('holds', 0))} hold, "
-             f"{int(counts.get('not shown at this scale', 0))} not shown at this scale "
-             f"(each says which scale would show it), {int(counts.get('FAILS', 0))} fail. "
-             f"Built {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.")
+             + (f", {_minutes(total)} of notebook wall time in all" if total else "") + ". "
+             f"The papers' claims ({int((~own).sum())} recorded): {papers}. "
+             f"Claims of our own, counted apart ({int(own.sum())}): {ours}. "
+             "A claim not shown says which scale is expected to show it; one not checked "
+             f"says why. Built {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.")
     listing = ['<table class="rt-pages"><thead><tr><th>notebook</th><th>title</th>'
                "<th>wall time</th><th>profile</th><th>commit</th><th>finished</th></tr></thead>"
                "<tbody>"]

@@ -27,21 +27,27 @@ P01 = "".join(c["source"] for c in nbformat.read(PROJECT / "notebooks/01_modular
 P07 = "widths = None\n"
 CODE01 = """\
 import pandas as pd
+from rt_lib.claims import ledger_of
 from rt_lib.experiments.modular_addition import EXPERIMENT
 from rt_lib.io import save_csv
 params, out, claims = EXPERIMENT.start(globals())
 save_csv(pd.DataFrame({"p": [params.p], "lr": [params.lr]}), out / "metrics.csv")
-claims.check("p-is-59", "test", "p = 59", f"p = {params.p}", params.p == 59)
+claims.ours("p-is-59", "p = 59", f"p = {params.p}", params.p == 59)
+for i in ledger_of("01_modular_addition"):
+    claims.not_checked(i, "a stand-in notebook")
 claims.done()
 """
 CODE07 = """\
 import pandas as pd
+from rt_lib.claims import ledger_of
 from rt_lib.experiments.table1 import EXPERIMENT
 from rt_lib.io import results_dir, save_csv
 params, out, claims = EXPERIMENT.start(globals())
 read = pd.read_csv(results_dir("01_modular_addition") / "metrics.csv")
 save_csv(read, out / "table1.csv")
-claims.check("reads-p-59", "test", "p = 59", f"p = {int(read.p[0])}", int(read.p[0]) == 59)
+claims.ours("reads-p-59", "p = 59", f"p = {int(read.p[0])}", int(read.p[0]) == 59)
+for i in ledger_of("07_table1"):
+    claims.not_checked(i, "a stand-in notebook")
 claims.done()
 """
 
@@ -81,15 +87,17 @@ def test_an_exploration_run_leaves_the_profile_byte_for_byte_and_reports_its_cla
     results = tmp_path / "results"
     profile = _run_all(books, results)
     assert profile.returncode == 0, profile.stderr
-    assert "claims: 2 of 2 hold" in profile.stdout
+    assert "claims of the papers (4 recorded, 29 in the ledger): 0 holds, 0 fails, 0 not shown, " \
+           "4 not checked" in profile.stdout
+    assert "claims of our own (2, counted apart): 2 holds, 0 fails" in profile.stdout
     before = {name: _snapshot(results / name) for name in ("01_modular_addition", "07_table1")}
     manifest_before = (results / "manifest.json").read_bytes()
 
     explored = _run_all(books, results, "--set", "p=61", "--set", "lr=0.02")
     # a claim that fails in an exploration run is reported, and the run finishes
     assert explored.returncode == 0, explored.stderr
-    assert "claims: 0 of 2 hold, these do not:" in explored.stdout
-    assert "01_modular_addition+lr=0.02,p=61: p-is-59 (p = 61" in explored.stdout
+    assert "claims of our own (2, counted apart): 0 holds, 2 fails" in explored.stdout
+    assert "01_modular_addition+lr=0.02,p=61: fails (ours): p-is-59: p = 61" in explored.stdout
     for name in ("01_modular_addition", "07_table1"):
         assert _snapshot(results / name) == before[name], name  # the profile's, untouched
     mine = results / "01_modular_addition+lr=0.02,p=61"
@@ -119,7 +127,7 @@ def test_a_failing_claim_fails_a_profile_run(books, tmp_path):
                                                    index=False)
     out = _run_all(books, results, "--only", "07")
     assert out.returncode == 1 and "ClaimsFailed" in out.stderr, out.stderr
-    assert "claims: 0 of 1 hold" not in out.stdout  # a failed notebook is not summarised as done
+    assert "claims of our own" not in out.stdout  # a failed notebook is not summarised as done
     assert (results / "07_table1" / "07_table1.failed.ipynb").exists()
 
 

@@ -1,15 +1,13 @@
-"""Notebook parameters (one base class), recorded claims, and the experiments' registry."""
+"""Notebook parameters (one base class) and the experiments' registry (claims: test_claims.py)."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
 
-import pandas as pd
 import pytest
 
 from rt_lib import runner
-from rt_lib.claims import Claims, ClaimsFailed, summary
 from rt_lib.experiments.registry import folder_name, registry, slug
 from rt_lib.params import Params
 
@@ -69,53 +67,6 @@ def test_folder_names_read_as_the_changes_and_long_ones_as_a_hash():
     long = slug({"space": {"lr": [1e-3, 3e-4], "dropout": [0.0, 0.1, 0.2]}, "x": "a/b"})
     assert long.startswith("h") and len(long) == 11
     assert long == slug({"x": "a/b", "space": {"dropout": [0.0, 0.1, 0.2], "lr": [1e-3, 3e-4]}})
-
-
-def test_claims_are_written_as_checked_and_fail_only_a_profile_run(tmp_path):
-    strict = Claims(tmp_path / "profile", strict=True)
-    (tmp_path / "profile").mkdir()
-    strict.check("a", "paper §1", "x is 1", "x = 1", True)
-    strict.check("b", "paper §2", "y is 2", "y = 3", False, scale="width 1024")
-    table = pd.read_csv(tmp_path / "profile" / "claims.csv")
-    assert table["id"].tolist() == ["a", "b"] and table["holds"].tolist() == [True, False]
-    assert table.loc[1, "scale"] == "width 1024"
-    with pytest.raises(ClaimsFailed, match="b"):
-        strict.done()
-    with pytest.raises(ValueError, match="twice"):
-        strict.check("a", "", "", "", True)
-    (tmp_path / "explore").mkdir()
-    loose = Claims(tmp_path / "explore", strict=False)
-    loose.check("b", "paper §2", "y is 2", "y = 3", False)
-    loose.done()  # reported, not raised
-    held, failed, lines = summary({"profile": tmp_path / "profile", "explore": tmp_path / "explore",
-                                   "none": tmp_path / "missing"})
-    assert (held, failed) == (1, 2) and lines[0].startswith("profile: b (y = 3")
-
-
-def test_a_claim_not_shown_without_a_scale_reads_without_an_empty_expected_at(tmp_path):
-    record = Claims(tmp_path, strict=True, not_shown={"c": "measured"})
-    record.check("c", "paper §3", "solves", "0.5", False)  # no scale named
-    _, _, lines = summary({"run": tmp_path})
-    assert lines == ["run: not shown at this scale: c (0.5; paper: solves)"]
-
-
-def test_a_claim_declared_not_shown_at_this_scale_is_recorded_and_does_not_fail(tmp_path, capsys):
-    (tmp_path / "cpu").mkdir()
-    record = Claims(tmp_path / "cpu", strict=True,
-                    not_shown={"wide": "measured 0.5 at width 256; expected at width 1024",
-                               "also": "measured"})
-    record.check("wide", "paper §3", "solves", "0.5", False, scale="width 1024")
-    record.check("also", "paper §3", "solves", "1.0", True)
-    record.done()  # the declared claim is reported, not raised; the one that holds is noted
-    out = capsys.readouterr().out
-    assert "[NOT SHOWN AT THIS SCALE] wide" in out and "also was declared not to show" in out
-    table = pd.read_csv(tmp_path / "cpu" / "claims.csv")
-    assert table["expected"].tolist() == [False, False]
-    held, failed, lines = summary({"cpu": tmp_path / "cpu"})
-    assert (held, failed) == (1, 1) and "not shown at this scale, expected at width 1024" in lines[0]
-    record.check("other", "paper §4", "x", "y", False)  # not declared: fails as before
-    with pytest.raises(ClaimsFailed, match="other"):
-        record.done()
 
 
 def _parameters_cell(path):

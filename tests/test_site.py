@@ -83,8 +83,8 @@ def _notebook(title: str, png: bytes | None = None) -> nbformat.NotebookNode:
 
 
 def _claims(rows):
-    return pd.DataFrame(rows, columns=["id", "source", "paper", "ours", "holds", "scale",
-                                       "expected"])
+    return pd.DataFrame(rows, columns=["id", "source", "paper", "measured", "status", "scale",
+                                       "own"])
 
 
 @pytest.fixture
@@ -95,12 +95,14 @@ def run_root(tmp_path):
         folder = tmp_path / name
         folder.mkdir()
         nbformat.write(_notebook(title), folder / f"{name.split('+')[0]}.ipynb")
-    _claims([["c-holds", "Zhong & Andreas 2024, §4.1, Table 1", "solves it", "1.000", True, "",
-              True],
-             ["c-unshown", "Zhong & Andreas 2024, §4.1, Fig. 3", "a circle", "0.35", False,
+    _claims([["c-ours", "ours", "a circle somewhere", "0.98", "holds", "", True],
+             ["c-holds", "Zhong & Andreas 2024, §4.1, Table 1", "solves it", "1.000", "holds", "",
+              False],
+             ["c-unshown", "Zhong & Andreas 2024, §4.1, Fig. 3", "a circle", "0.35", "not shown",
               "width 1024", False]]).to_csv(tmp_path / "01_a" / "claims.csv", index=False)
-    _claims([["c-fails", "Syrkis & Søgaard 2024, §4", "groks", "no", False, "", True]]).to_csv(
-        tmp_path / "02_b" / "claims.csv", index=False)
+    _claims([["c-fails", "Syrkis & Søgaard 2024, §4", "groks", "no", "fails", "", False],
+             ["c-unchecked", "Syrkis & Søgaard 2024, §4", "samples", "", "not checked",
+              "qualitative", False]]).to_csv(tmp_path / "02_b" / "claims.csv", index=False)
     manifest = {"format": 1, "notebooks": {"01_a": {"wall_seconds": 754.0, "commit": "abc1234def0",
                                                     "finished": "2026-11-25T10:00:00Z"}}}
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
@@ -109,10 +111,18 @@ def run_root(tmp_path):
 
 def test_the_claims_table_has_one_row_per_recorded_claim_with_its_status(run_root):
     table = claims_table(run_root, ["01_a", "02_b"])
-    assert list(table["claim"]) == ["c-holds", "c-unshown", "c-fails"]
-    assert list(table["status"]) == ["holds", "not shown at this scale", "FAILS"]
-    assert list(table["paper"]) == ["Zhong & Andreas 2024"] * 2 + ["Syrkis & Søgaard 2024"]
-    assert table.loc[1, "section"] == "§4.1, Fig. 3" and table.loc[1, "scale"] == "width 1024"
+    # the papers' claims first, ours after them
+    assert list(table["claim"]) == ["c-holds", "c-unshown", "c-fails", "c-unchecked", "c-ours"]
+    assert list(table["status"]) == ["holds", "not shown", "fails", "not checked", "holds"]
+    assert list(table["paper"]) == (["Zhong & Andreas 2024"] * 2 + ["Syrkis & Søgaard 2024"] * 2
+                                    + ["ours"])
+    assert table.loc[1, "section"] == "§4.1, Fig. 3" and table.loc[1, "scale or why"] == "width 1024"
+
+
+def test_the_index_counts_the_four_statuses_for_the_papers_and_ours_apart(run_root):
+    text = build_site(run_root, "cpu", ["01_a", "02_b"]).read_text()
+    assert "1 holds, 1 fails, 1 not shown, 1 not checked" in text  # the papers' four
+    assert "Claims of our own, counted apart (1): 1 holds, 0 fails" in text
 
 
 def test_the_site_renders_the_profiles_own_runs_and_links_them_from_the_index(run_root):
@@ -120,7 +130,7 @@ def test_the_site_renders_the_profiles_own_runs_and_links_them_from_the_index(ru
     site = run_root / SITE
     assert sorted(p.name for p in site.glob("*.html")) == ["01_a.html", "02_b.html", "index.html"]
     text = index.read_text()
-    assert text.count('class="rt-claim"') == 3
+    assert text.count('class="rt-claim"') == 5
     assert 'href="01_a.html"' in text and 'href="02_b.html"' in text
     assert "12.6 min" in text and "abc1234def" in text  # the manifest's wall time and commit
     page = (site / "01_a.html").read_text()

@@ -13,12 +13,14 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
+from rt_lib.claims import Claims
 from rt_lib.experiments.common import (GridParams, GridResult, grid_step_shapes,
                                        train_grid)
 from rt_lib.experiments.registry import Experiment
 from rt_lib.params import check_positive_ints
 from rt_lib.seeding import derive
 from rt_lib.tasks.imitation import CircuitImitation, imitation_target
+from rt_lib.verdicts import HOLDS, NOT_SHOWN, Verdict, bool_verdict, every
 
 NAME = "10_circuit_imitation"
 
@@ -70,8 +72,17 @@ class ImitationParams(GridParams):
         return CircuitImitation(target, n_test=self.n_test, test_seed=self.test_seed)
 
 
-EXPERIMENT = Experiment(NAME, ImitationParams, title="imitating random circuits (Fig. 6)",
-                        step_shapes=grid_step_shapes)
+EXPERIMENT = Experiment(
+    NAME, ImitationParams, title="imitating random circuits (Fig. 6)",
+    step_shapes=grid_step_shapes,
+    not_shown_on_cpu={
+        "rt-fig6-imitation": (
+            "the random imitator follows the paper's shape (KL ratio 0.03 at target width 8, "
+            "0.91 at 256 after 300 steps), but a fully trained imitator of the same width did "
+            "no better in 300 steps (0.26 / 0.90 / 0.96 at target widths 16 / 64 / 256, "
+            "models=[..., trained transformer]): the wide failure is the budget's as much as "
+            "the random model's; the paper's 10,000 steps at imitator width 256 are expected "
+            "to separate them (an estimate)")})
 
 
 def run(params: ImitationParams) -> GridResult:
@@ -102,3 +113,39 @@ def kl_table(metrics: pd.DataFrame) -> pd.DataFrame:
     table["wall_time"] = table["wall_time"].map(lambda s: f"{s:.0f} s")
     return table
 
+
+
+def check_claims(metrics: pd.DataFrame, claims: Claims) -> None:
+    """Record Figure 6's claim: the random transformer imitates narrow random circuits (KL
+    ratio, KL over the input-blind KL, below 0.3 at the narrowest target on every restart) and
+    fails on wide ones (above 0.7 at the widest, 0.4 above the narrowest), where a fully trained
+    imitator of the same width and steps succeeds (below 0.3): without that baseline, or with it
+    failing too, the failure is the budget's, not shown."""
+    def ratios(model: str, target: int) -> list[float]:
+        rows = metrics[(metrics["model"] == model) & (metrics["target_width"] == target)]
+        return [float(v) for v in rows.sort_values("restart")["kl_ratio"]]
+
+    rnd = metrics[metrics["model"] == "random transformer"]
+    if rnd["target_width"].nunique() < 2:
+        claims.not_checked("rt-fig6-imitation", "needs two target widths or more")
+        claims.done()
+        return
+    narrow, wide = int(rnd["target_width"].min()), int(rnd["target_width"].max())
+    r_narrow, r_wide = ratios("random transformer", narrow), ratios("random transformer", wide)
+    parts = [bool_verdict(max(r_narrow) < 0.3, f"narrowest target {narrow}: random "
+                          f"{', '.join(f'{v:.2f}' for v in r_narrow)} < 0.3"),
+             bool_verdict(min(r_wide) > 0.7 and min(r_wide) > max(r_narrow) + 0.4,
+                          f"widest target {wide}: random {', '.join(f'{v:.2f}' for v in r_wide)} "
+                          "> 0.7")]
+    trained = ratios("trained transformer", wide)
+    if not trained:
+        parts.append(Verdict(NOT_SHOWN, "no fully trained imitator at the same steps to tell the "
+                                        "random model's limit from its budget's"))
+    else:
+        parts.append(Verdict(HOLDS if max(trained) < 0.3 else NOT_SHOWN,
+                             f"fully trained imitator at target {wide}: "
+                             f"{', '.join(f'{v:.2f}' for v in trained)} (needs < 0.3)"))
+    claims.check("rt-fig6-imitation", f"KL ratio by target width (random): " + ", ".join(
+        f"{w}: {v:.2f}" for w, v in kl_table(rnd).set_index("target_width")["kl_ratio"].items()),
+        every(parts), scale="imitator width 256, 10,000 steps (the paper profile)")
+    claims.done()

@@ -15,10 +15,13 @@ import torch
 from torch import nn
 
 from rt_lib import fourier
+from rt_lib.claims import Claims
 from rt_lib.experiments.miiii import NAME as TRAINING
 from rt_lib.experiments.miiii import MiiiiParams, smoke_train_params, training_params
 from rt_lib.experiments.registry import Experiment
+from rt_lib.model import build_model
 from rt_lib.params import Params
+from rt_lib.verdicts import bool_verdict, larger
 
 NAME = "13_miiii_neurons"
 
@@ -107,3 +110,46 @@ def readout_strength(model: nn.Module) -> np.ndarray:
     w_out = model.blocks[-1].mlp.W_out.detach().cpu()  # [m, d]
     w_u = model.W_U.detach().cpu()  # [n_tasks, d, q]
     return torch.einsum("md,ndq->mnq", w_out, w_u).norm(dim=-1).double().numpy()
+
+
+UNTRAINED_SEEDS = (100, 101, 102)  # the baseline's initialisations, apart from the run's seed
+
+
+def periodic_shares(grid: np.ndarray, n_neurons: int, n_top: int) -> list[float]:
+    """For the ``n_neurons`` strongest neurons of ``grid``: the share of each one's 2-D spectral
+    power (zero frequency left out) in its ``n_top`` strongest frequency pairs."""
+    power = fourier.spectrum_2d(grid)
+    return [sum(s for *_, s in fourier.top_frequencies(power[..., n], n_top))
+            for n in strongest_neurons(grid, n_neurons)]
+
+
+def check_claims(table: pd.DataFrame, authors: pd.DataFrame, grids: dict[int, np.ndarray],
+                 model: nn.Module, p: int, params: NeuronParams, claims: Claims) -> None:
+    """Record notebook 13's claims.  Periodic neurons against the same statistic of untrained
+    models of the same shape (seeds :data:`UNTRAINED_SEEDS`): an untrained ReLU neuron over
+    u[x1] + v[x0] + c is already far from a uniform spectrum, so the trained strongest neurons'
+    shares must lie above every untrained strongest neuron's.  The authors' count of active
+    frequencies must rise over training (neuron 0, k = 1: the mean over the last third of the
+    snapshots above the first third's).  Ours: the share of the MLP's power combining both
+    digits goes from below 0.1 to above 0.3."""
+    trained = periodic_shares(grids[max(grids)], params.n_neurons, params.n_top)
+    untrained = [s for seed in UNTRAINED_SEEDS for s in periodic_shares(
+        fourier.neuron_grid(build_model(model.cfg, seed).eval(), p), params.n_neurons, params.n_top)]
+    claims.check("mi-neurons-periodic", f"power share of the top {params.n_top} frequency pairs of "
+                 f"the {params.n_neurons} strongest neurons: trained "
+                 f"{', '.join(f'{s:.2f}' for s in trained)}; untrained (3 seeds) "
+                 f"{min(untrained):.2f}-{max(untrained):.2f}", larger(trained, untrained),
+                 scale="p = 113 (the paper profile)")
+    column = "active, neuron 0 (k = 1)"
+    early, late = thirds(authors[column])
+    claims.check("mi-active-frequencies", f"the authors' count, neuron 0, k = 1: "
+                 f"{authors[column].tolist()} at epochs {authors['epoch'].tolist()}",
+                 bool_verdict(late > early, f"mean {early:.1f} over the first third of the "
+                              f"snapshots, {late:.1f} over the last: needs a rise"),
+                 scale="p = 113, 65,536 epochs logged every epoch (the paper profile)")
+    first, last = table["interaction share"].iloc[0], table["interaction share"].iloc[-1]
+    claims.ours("mlp-combines-the-digits", "over training the MLP's frequencies come to combine "
+                "both digits", f"interaction share {first:.3f} at epoch {table['epoch'].iloc[0]}, "
+                f"{last:.3f} at epoch {table['epoch'].iloc[-1]}",
+                bool_verdict(first < 0.1 and last > 0.3, "needs < 0.1, then > 0.3"))
+    claims.done()

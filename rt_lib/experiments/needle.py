@@ -5,10 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from torch import Tensor, nn
+
+from rt_lib.analysis import attention_patterns, needle_head_scores
+from rt_lib.claims import Claims
 from rt_lib.experiments.common import (GridParams, GridResult, grid_step_shapes,
                                        run_task_grid)
 from rt_lib.experiments.registry import Experiment
+from rt_lib.experiments.reporting import check_solves
+from rt_lib.model import build_model
 from rt_lib.tasks import NeedleInAHaystack
+from rt_lib.verdicts import every, larger
 
 NAME = "02_needle_in_a_haystack"
 
@@ -45,3 +52,36 @@ EXPERIMENT = Experiment(NAME, NeedleParams, title="needle-in-a-haystack recall (
 
 def run(params: NeedleParams, save_models: bool = True) -> GridResult:
     return run_task_grid(NAME, params, save_models)
+
+
+UNTRAINED_SEEDS = (100, 101, 102)  # the baseline's initialisations, apart from the restarts'
+
+
+def best_head_scores(model: nn.Module, examples: Tensor) -> tuple[float, float]:
+    """(the best layer-1 head's value -> marker score, the best last-layer head's query ->
+    value score) of ``model`` on ``examples`` (:func:`rt_lib.analysis.needle_head_scores`)."""
+    scores = needle_head_scores(attention_patterns(model, examples), examples)
+    return float(scores["value_to_marker"][0].max()), float(scores["query_to_value"][-1].max())
+
+
+def check_claims(result: GridResult, examples: Tensor, claims: Claims) -> None:
+    """Record notebook 02's claims: Table 1's needle recall, and Figure 2's two heads, judged
+    against the same scores of untrained transformers of the same shape (embeddings at their
+    random init, seeds :data:`UNTRAINED_SEEDS`): for each job, the random transformer's best
+    head on every restart above every untrained model's best head."""
+    check_solves(claims, "rt-t1-needle", result.metrics, "test_acc", "needle-in-a-haystack",
+                 scale="width 1024, 30 keys (the paper profile)")
+    width = int(result.metrics.loc[result.metrics["model"] == "random transformer", "width"].max())
+    trained = [best_head_scores(m, examples) for (kind, w, _), m in sorted(result.models.items())
+               if kind == "random transformer" and w == width]
+    cfg = next(m for (kind, w, _), m in result.models.items()
+               if kind == "random transformer" and w == width).cfg
+    untrained = [best_head_scores(build_model(cfg, seed), examples) for seed in UNTRAINED_SEEDS]
+    jobs = ("layer 1 value -> marker", "last layer query -> value")
+    verdicts = [larger([t[j] for t in trained], [u[j] for u in untrained]) for j in range(2)]
+    claims.check("rt-fig2-needle-heads", f"width {width}, best head per restart vs untrained: "
+                 + "; ".join(f"{job} {', '.join(f'{t[j]:.2f}' for t in trained)} vs "
+                             f"{', '.join(f'{u[j]:.2f}' for u in untrained)}"
+                             for j, job in enumerate(jobs)),
+                 every(verdicts), scale="width 1024, 30 keys (the paper profile)")
+    claims.done()

@@ -137,6 +137,7 @@ class Experiment:
             print(f"smoke test of the {base_profile(current_profile())} profile: its shapes, a "
                   "handful of steps; the claims below are checked, not meant to hold")
         return params, out, Claims(out, strict=not exploring and not is_smoke(current_profile()),
+                                   notebook=self.name,
                                    not_shown=self.not_shown_on_cpu if on_cpu else None)
 
 
@@ -168,7 +169,7 @@ def runs(root: Path | None = None) -> list[dict[str, Any]]:
         if (folder / PARAMETERS_FILE).exists():
             record = yaml.safe_load((folder / PARAMETERS_FILE).read_text()) or {}
         table = claims.read(folder)
-        held = None if table is None else int(claims.flag(table, "holds", False).sum())
+        held = None if table is None else int((table["status"] == "holds").sum())
         out.append({"folder": folder.name, "exploration": "+" in folder.name,
                     "changes": record.get("changes", {}),
                     "claims": None if table is None else f"{held}/{len(table)}"})

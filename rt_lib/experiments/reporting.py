@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from rt_lib.claims import Claims
+from rt_lib.verdicts import reaches
+
 
 def results_table(metrics: pd.DataFrame, metric: str = "test_acc",
                   extra: tuple[str, ...] | list[str] = ()) -> pd.DataFrame:
@@ -37,3 +40,21 @@ def median_of(metrics: pd.DataFrame, model: str, width: int, metric: str) -> flo
     if rows.empty:
         raise ValueError(f"no runs of {model!r} at width {width}")
     return round(float(rows[metric].median()), 3)
+
+
+def per_restart(metrics: pd.DataFrame, model: str, width: int, metric: str) -> list[float]:
+    """``metric`` of every restart of ``model`` at ``width``, in restart order."""
+    rows = metrics[(metrics["model"] == model) & (metrics["width"] == width)]
+    if rows.empty:
+        raise ValueError(f"no runs of {model!r} at width {width}")
+    return [float(v) for v in rows.sort_values("restart")[metric]]
+
+
+def check_solves(claims: Claims, id: str, metrics: pd.DataFrame, metric: str, task: str,
+                 threshold: float = 0.99, scale: str = "") -> None:
+    """Record ledger claim ``id`` "a random transformer solves ``task``" (Table 1: the median
+    over restarts at the widest width): the random transformer's ``metric`` per restart."""
+    width = int(metrics.loc[metrics["model"] == "random transformer", "width"].max())
+    values = per_restart(metrics, "random transformer", width, metric)
+    claims.check(id, f"random transformer, width {width}, {task}: {metric} per restart "
+                 + ", ".join(f"{v:.3f}" for v in values), reaches(values, threshold), scale=scale)

@@ -15,6 +15,7 @@ from rt_lib.claims import Claims
 from rt_lib.experiments.registry import Experiment
 from rt_lib.io import results_dir
 from rt_lib.params import Params, check_positive_ints
+from rt_lib.verdicts import HOLDS, MIN_RUNS, NOT_SHOWN, Verdict, every, larger, reaches
 
 NAME = "07_table1"
 
@@ -48,9 +49,20 @@ EXPERIMENT = Experiment(
     NAME, Table1Params, reads=tuple(nb for nb, _, _ in SOURCES.values()),
     title="Table 1 from the restarts of 01-04",
     not_shown_on_cpu={
-        "random-solves-decimal-addition": (
-            "decimal addition runs at width 128 on CPU, where the random transformer does not "
-            "add; it needs width 512, too slow for three restarts of three models (notebook 03)")})
+        "rt-t1-beats-lstm": (
+            "at the CPU widths the fully trained LSTM is at least as good as the random "
+            "transformer on every task (Table 1 here), and decimal addition runs at width 128, "
+            "where the random transformer does not add (notebook 03). Measured on one H200 at "
+            "the paper's decimal-addition setting (width 1024, batch 1000, 3,619 steps; "
+            "benchmarks/results/decimal_scale.md): random transformer exact match 1.000 on 3 of "
+            "3 restarts, the fully trained LSTM (lr 5e-3) 0.000 on 3 of 3, a separation on that "
+            "task; the other three tasks at the paper's scale are the paper profile's (an "
+            "estimate)"),
+        "rt-t1-width16-fails": (
+            "the wide random transformer has every restart converged and solving on needle "
+            "alone in the CPU budgets (modular addition and parentheses have restarts cut "
+            "short, decimal addition is not solved at width 128): the claim needs two tasks; "
+            "the paper profile trains every task to the end (an estimate)")})
 
 
 def load_metrics() -> pd.DataFrame:
@@ -132,77 +144,79 @@ def wide_table1(table: pd.DataFrame) -> pd.DataFrame:
     return wide[[t for t in SOURCES if t in wide.columns]].reset_index().fillna("-")
 
 
-def check_claims(table: pd.DataFrame, claims: Claims, solved: float = 0.99,
-                 fails_gap: float = 0.1) -> None:
-    """The claims of Table 1 at the profile's scale, over all four tasks.  At the widest width
-    run per task: the random transformer solves it (median >= ``solved``), the fully trained
-    transformer solves it, and the random transformer matches or beats the fully trained LSTM
-    (median within 0.01 or above; not compared where neither solves the task); at width 16 the
-    random transformer falls clearly below the wide one (by ``fails_gap``) on every task the wide
-    one solves (at least two).  A row whose restarts were cut short by their budget is reported,
-    never counted for or against a claim."""
-    source = "Zhong & Andreas 2024, Table 1"
+def _restarts(metrics: pd.DataFrame, task: str, model: str, width: int) -> list[float]:
+    """Table 1's metric of every restart of ``model`` at ``width`` on ``task``."""
+    rows = metrics[(metrics["task"] == task) & (metrics["model"] == model)
+                   & (metrics["width"] == width) & (metrics["metric"] == SOURCES[task][2])]
+    return [float(v) for v in rows.sort_values("restart")["accuracy"]]
+
+
+def check_claims(metrics: pd.DataFrame, table: pd.DataFrame, claims: Claims,
+                 solved: float = 0.99, fails_gap: float = 0.1) -> None:
+    """Table 1's comparisons over all four tasks, restart against restart (the ranges, at
+    least three a side; a cell with restarts cut short by their budget is not shown):
+
+    - ``rt-t1-beats-lstm`` at each task's widest width: the random transformer does at least
+      as well as the fully trained LSTM on every task (its range above the LSTM's, or every
+      restart of both at ``solved`` or above: a match at the ceiling) and better on one;
+    - ``rt-t1-width16-fails``: on every task the wide random transformer solves (at least
+      two), every width-16 restart falls more than ``fails_gap`` below every wide one;
+    - ours: the fully trained transformer solves each task (median >= ``solved``)."""
     rows = main_rows(table)
     scale = "width 1024, 10 restarts (the paper profile)"
-    beats, fails, skipped = {}, {}, []
 
-    def cell(task: str, model: str, width: int):
+    def cut(task: str, model: str, width: int) -> bool:
         hit = rows[(rows.task == task) & (rows.model == model) & (rows.width == width)]
-        if hit.empty:
-            return None
-        row = hit.iloc[0]
-        if row["budget"] not in ("converged", "unknown"):
-            skipped.append(f"{model} d={width} on {task} ({row['budget']})")
-            return None
-        return float(row["median"])
+        return hit.empty or hit.iloc[0]["budget"] not in ("converged", "unknown")
 
+    lstm_parts, beats, narrow_parts, details = [], 0, [], {"lstm": [], "narrow": []}
     for task in SOURCES:
         widths = rows.loc[rows.task == task, "width"]
         if widths.empty:
+            lstm_parts.append(Verdict(NOT_SHOWN, f"{task}: not run"))
             continue
         wide = int(widths.max())
-        rnd = cell(task, "random transformer", wide)
-        slug = task.replace(" ", "-")
-        if rnd is not None:
-            claims.check(f"random-solves-{slug}", source,
-                         f"random transformer (width 1024) solves {task} (median of 10 restarts)",
-                         f"median {rnd:.3f} at width {wide} (needs >= {solved})", rnd >= solved,
-                         scale=scale)
-        trained = cell(task, "trained transformer", wide)
-        if trained is not None:
-            claims.check(f"trained-solves-{slug}", source,
-                         f"fully trained transformer solves {task}",
-                         f"median {trained:.3f} at width {wide} (needs >= {solved})",
-                         trained >= solved, scale=scale)
-        lstm = cell(task, "trained LSTM", wide)
-        if rnd is not None and lstm is not None:
-            if max(rnd, lstm) < solved:  # neither does the task: the comparison says nothing
-                print(f"{task}: neither the random transformer ({rnd:.3f}) nor the LSTM "
-                      f"({lstm:.3f}) solves it at width {wide}; not compared")
+        rnd = _restarts(metrics, task, "random transformer", wide)
+        lstm = _restarts(metrics, task, "trained LSTM", wide)
+        trained = _restarts(metrics, task, "trained transformer", wide)
+        if trained:
+            claims.ours(f"table1-trained-solves-{task.replace(' ', '-')}",
+                        f"the fully trained transformer solves {task} (Table 1's other row)",
+                        f"width {wide}: " + ", ".join(f"{v:.3f}" for v in trained),
+                        reaches(trained, solved) if not cut(task, "trained transformer", wide)
+                        else Verdict(NOT_SHOWN, "restarts cut short by their budget"),
+                        scale=scale)
+        if not rnd or not lstm:
+            lstm_parts.append(Verdict(NOT_SHOWN, f"{task}: no random transformer or LSTM"))
+        elif cut(task, "random transformer", wide) or cut(task, "trained LSTM", wide):
+            lstm_parts.append(Verdict(NOT_SHOWN, f"{task}: restarts cut short by their budget"))
+        else:
+            above = larger(rnd, lstm)
+            if above.status == HOLDS:
+                beats += 1
+                lstm_parts.append(Verdict(HOLDS, f"{task}: {above.margin}"))
+            elif len(rnd) >= MIN_RUNS and len(lstm) >= MIN_RUNS and min(rnd + lstm) >= solved:
+                lstm_parts.append(Verdict(HOLDS, f"{task}: both at the ceiling (a match)"))
             else:
-                beats[task] = (rnd >= lstm - 0.01, rnd, lstm)
-        narrow = cell(task, "random transformer", 16) if wide != 16 else None
-        if rnd is not None and narrow is not None and rnd >= solved:  # fails where wide succeeds
-            fails[task] = (narrow <= rnd - fails_gap, narrow, rnd)
-    if beats:
-        ok = [t for t, (b, _, _) in beats.items() if b]
-        detail = "; ".join(f"{t}: {r:.3f} vs {l:.3f}" for t, (_, r, l) in beats.items())
-        claims.check("random-matches-lstm", source,
-                     "random transformers match or beat fully trained LSTMs on every task",
-                     f"random vs LSTM median: {detail} (at or above, within 0.01: {len(ok)} of "
-                     f"{len(beats)} tasks; needs all)", len(ok) == len(beats), scale=scale)
-    if 0 < len(fails) < 2:  # one task says nothing about "fail where wide ones succeed"
-        print(f"width-16-fails: not checked: the wide random transformer converged and solved only "
-              f"{', '.join(fails)} (needs 2 tasks; the others are cut short or unsolved)")
-    if len(fails) >= 2:
-        below = [t for t, (f, _, _) in fails.items() if f]
-        detail = "; ".join(f"{t}: {n:.3f} vs {w:.3f}" for t, (_, n, w) in fails.items())
-        claims.check("width-16-fails", source,
-                     "at width 16 random transformers fail where wide ones succeed",
-                     f"width 16 vs widest random median, on the tasks the wide one solves: {detail} "
-                     f"({len(below)} of {len(fails)} at least {fails_gap} below; needs all)",
-                     len(below) == len(fails),
-                     scale="width 16 vs 1024 (the paper profile)")
-    for s in skipped:
-        print(f"not checked, cut short by its budget: {s}")
+                lstm_parts.append(Verdict(above.status, f"{task}: {above.margin}"))
+        details["lstm"].append(f"{task} d={wide}: random {_fmt(rnd)} vs LSTM {_fmt(lstm)}")
+        narrow = _restarts(metrics, task, "random transformer", 16) if wide != 16 else []
+        if (narrow and rnd and min(rnd) >= solved and not cut(task, "random transformer", wide)
+                and not cut(task, "random transformer", 16)):
+            gap = larger(rnd, [v + fails_gap for v in narrow])
+            narrow_parts.append(Verdict(gap.status, f"{task}: {gap.margin}"))
+            details["narrow"].append(f"{task}: d=16 {_fmt(narrow)} vs d={wide} {_fmt(rnd)}")
+    if not beats:
+        lstm_parts.append(Verdict(NOT_SHOWN, "better on no task"))
+    claims.check("rt-t1-beats-lstm", "; ".join(details["lstm"]), every(lstm_parts), scale=scale)
+    if len(narrow_parts) < 2:
+        narrow_parts.append(Verdict(NOT_SHOWN, f"{len(narrow_parts)} task(s) where the wide random "
+                                               "transformer solves it with every run converged: "
+                                               "needs 2"))
+    claims.check("rt-t1-width16-fails", "; ".join(details["narrow"]) or "no task qualifies",
+                 every(narrow_parts), scale="width 16 vs 1024 (the paper profile)")
     claims.done()
+
+
+def _fmt(values: list[float]) -> str:
+    return "[" + ", ".join(f"{v:.3f}" for v in values) + "]" if values else "none"

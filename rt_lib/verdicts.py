@@ -1,0 +1,112 @@
+"""Verdicts with a margin: whether a measured comparison separates, and which way.
+
+A claim that compares numbers holds only when the difference is larger than the spread of the
+runs behind it: here, when the ranges of at least ``MIN_RUNS`` seeds (or restarts) per side do
+not overlap, or, for single measurements, when the difference exceeds ``k`` times a noise level
+measured over seeds elsewhere (a ``benchmarks/`` script, named in the claim).  What does not
+separate is ``not shown``, never ``holds``; a clear difference the wrong way ``fails``.
+
+Every function returns a :class:`Verdict` whose ``margin`` says how it was judged, for the
+claim's "ours" text.  Pure functions of their inputs: :mod:`rt_lib.claims` records them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from statistics import median
+
+HOLDS, FAILS, NOT_SHOWN, NOT_CHECKED = "holds", "fails", "not shown", "not checked"
+STATUSES = (HOLDS, FAILS, NOT_SHOWN, NOT_CHECKED)
+MIN_RUNS = 3  # seeds or restarts per side (DEVELOPERS.md: "Margins, not ties")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: str  # holds, fails or not shown
+    margin: str  # how the margin was judged, e.g. "ranges [0.91, 0.95] and [0.40, 0.52] apart"
+
+    def __post_init__(self) -> None:
+        if self.status not in (HOLDS, FAILS, NOT_SHOWN):
+            raise ValueError(f"a verdict is holds, fails or not shown, got {self.status!r}")
+
+    @property
+    def holds(self) -> bool:
+        return self.status == HOLDS
+
+
+def _span(values: Sequence[float]) -> str:
+    return f"[{min(values):.3f}, {max(values):.3f}]"
+
+
+def _few(values: Sequence[float], min_runs: int) -> bool:
+    return len(values) < min_runs
+
+
+def larger(a: Sequence[float], b: Sequence[float], min_runs: int = MIN_RUNS) -> Verdict:
+    """``a`` larger than ``b``, each a value per seed: holds when every ``a`` is above every
+    ``b`` (the ranges do not overlap), fails when every ``a`` is below every ``b``, else (ties,
+    overlapping ranges, or fewer than ``min_runs`` runs a side) not shown."""
+    a, b = [float(x) for x in a], [float(x) for x in b]
+    if not a or not b:
+        raise ValueError("larger() needs at least one value a side")
+    if _few(a, min_runs) or _few(b, min_runs):
+        return Verdict(NOT_SHOWN, f"{len(a)} and {len(b)} runs: fewer than {min_runs} a side")
+    text = f"ranges {_span(a)} and {_span(b)}"
+    if min(a) > max(b):
+        return Verdict(HOLDS, f"{text} apart")
+    if max(a) < min(b):
+        return Verdict(FAILS, f"{text} apart, the wrong way")
+    return Verdict(NOT_SHOWN, f"{text} overlap")
+
+
+def smaller(a: Sequence[float], b: Sequence[float], min_runs: int = MIN_RUNS) -> Verdict:
+    """``a`` smaller than ``b``: :func:`larger` of ``b`` over ``a`` (its margin names ``b``'s
+    range first)."""
+    return larger(b, a, min_runs)
+
+
+def beyond_noise(difference: float, noise: float, source: str, k: float = 2.0) -> Verdict:
+    """A single measured ``difference`` (expected positive) against a noise level (one standard
+    deviation) measured over seeds by ``source``: holds above ``k`` x noise, fails below
+    ``-k`` x noise, else not shown."""
+    if not noise > 0:
+        raise ValueError(f"noise must be a positive standard deviation, got {noise!r}")
+    text = f"difference {difference:+.3f} against {k:g} x noise {noise:.3f} ({source})"
+    if difference > k * noise:
+        return Verdict(HOLDS, text)
+    if difference < -k * noise:
+        return Verdict(FAILS, text + ", the wrong way")
+    return Verdict(NOT_SHOWN, text + ": within the noise")
+
+
+def reaches(values: Sequence[float], threshold: float, min_runs: int = MIN_RUNS) -> Verdict:
+    """The median of ``values`` (one per restart, as the papers' Table 1 reports) at or above
+    ``threshold``: holds or fails; fewer than ``min_runs`` restarts is not shown."""
+    values = [float(x) for x in values]
+    if _few(values, min_runs):
+        return Verdict(NOT_SHOWN, f"{len(values)} restarts: fewer than {min_runs}")
+    m = median(values)
+    text = f"median {m:.3f} of {len(values)} restarts, range {_span(values)}, needs >= {threshold:g}"
+    return Verdict(HOLDS if m >= threshold else FAILS, text)
+
+
+def every(verdicts: Iterable[Verdict]) -> Verdict:
+    """All of several verdicts (a claim made of parts): fails if any part fails, holds if every
+    part holds, else not shown; the margins joined."""
+    verdicts = list(verdicts)
+    if not verdicts:
+        return Verdict(NOT_SHOWN, "nothing to compare")
+    statuses = {v.status for v in verdicts}
+    status = FAILS if FAILS in statuses else HOLDS if statuses == {HOLDS} else NOT_SHOWN
+    return Verdict(status, "; ".join(dict.fromkeys(v.margin for v in verdicts if v.margin)))
+
+
+def bool_verdict(holds: bool, margin: str) -> Verdict:
+    """A yes/no check that is not a comparison of runs (an ordering inside one run, a fraction
+    of a chance level): holds or fails."""
+    return Verdict(HOLDS if holds else FAILS, margin)
+
+
+__all__ = ["HOLDS", "FAILS", "NOT_SHOWN", "NOT_CHECKED", "STATUSES", "MIN_RUNS", "Verdict",
+           "larger", "smaller", "beyond_noise", "reaches", "every", "bool_verdict"]

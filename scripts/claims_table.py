@@ -1,0 +1,51 @@
+"""The claims a run recorded, as a Markdown table (the README's and a closing note's).
+
+    .venv/bin/python scripts/claims_table.py [results root]      # default: results/
+
+One row per ledger claim (rt_lib/ledger.yaml) in the ledger's order, then the claims of our own:
+id, notebook, status, and what was measured with its margin (or why it was not checked).  A
+ledger claim no run under the root recorded reads "not run".
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from rt_lib import claims
+from rt_lib.io import PROJECT_ROOT
+
+
+def rows(root: Path) -> list[tuple[str, str, str, str, str]]:
+    """(id, notebook, status, ours or paper, measured / why) per claim, ledger first."""
+    recorded: dict[str, tuple[str, object]] = {}
+    ours = []
+    for notebook in sorted({c.notebook for c in claims.ledger().values()} |
+                           {p.name for p in root.glob("[0-9][0-9]_*") if "+" not in p.name}):
+        table = claims.read(root / notebook)
+        for row in ([] if table is None else table.itertuples()):
+            (ours.append((notebook, row)) if row.own else recorded.__setitem__(row.id, (notebook, row)))
+    out = []
+    for claim in claims.ledger().values():
+        notebook, row = recorded.get(claim.id, (claim.notebook, None))
+        if row is None:
+            out.append((claim.id, notebook, "not run", "paper", ""))
+        else:
+            what = row.scale if row.status == "not checked" else row.measured
+            out.append((claim.id, notebook, row.status, "paper", what))
+    for notebook, row in ours:
+        out.append((row.id, notebook, row.status, "ours", row.measured))
+    return out
+
+
+def main(argv: list[str]) -> None:
+    root = Path(argv[0]) if argv else PROJECT_ROOT / "results"
+    print("| claim | notebook | status | whose | measured, with its margin (or why not checked) |")
+    print("| --- | --- | --- | --- | --- |")
+    for id, notebook, status, whose, what in rows(root):
+        text = str(what).replace("|", "/")
+        print(f"| `{id}` | {notebook[:2]} | {status} | {whose} | {text} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
