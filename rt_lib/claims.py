@@ -87,7 +87,8 @@ class Claim:
     paper: str  # the paper's value or statement (ours: our statement)
     measured: str  # what this run measured, with the margin it was judged by
     status: str  # holds, fails, not shown, not checked
-    scale: str = ""  # not shown: the scale expected to show it; not checked: why
+    scale: str = ""  # not shown: the scale expected to show it (and the measurement declaring
+    # it not to show at this profile's scale); not checked: why
     own: bool = False  # a claim of ours: counted apart from the papers'
 
     def __str__(self) -> str:
@@ -132,7 +133,8 @@ class Claims:
             verdict = Verdict(HOLDS if verdict else FAILS, "")
         status = verdict.status
         if status != HOLDS and id in self.not_shown:
-            return NOT_SHOWN, verdict.margin, scale or self.not_shown[id]
+            declared = self.not_shown[id]
+            return NOT_SHOWN, verdict.margin, f"{scale}; measured: {declared}" if scale else declared
         return status, verdict.margin, scale
 
     def check(self, id: str, measured: str, verdict: Verdict | bool, scale: str = "") -> Claim:
