@@ -132,7 +132,9 @@ class Claims:
         if isinstance(verdict, bool):
             verdict = Verdict(HOLDS if verdict else FAILS, "")
         status = verdict.status
-        if status != HOLDS and id in self.not_shown:
+        if status == HOLDS:
+            return status, verdict.margin, ""  # the scale says where a claim not shown would show
+        if id in self.not_shown:
             declared = self.not_shown[id]
             return NOT_SHOWN, verdict.margin, f"{scale}; measured: {declared}" if scale else declared
         return status, verdict.margin, scale

@@ -76,11 +76,13 @@ def test_a_malformed_ledger_is_refused_naming_the_file(tmp_path, monkeypatch):
 
 def test_a_ledger_claim_is_recorded_with_the_ledgers_source_and_value_and_its_status(tmp_path):
     record = Claims(tmp_path, strict=False, notebook="01_modular_addition")
-    record.check("rt-t1-modular", "0.99, 1.0, 1.0", reaches([0.99, 1.0, 1.0], 0.99))
+    record.check("rt-t1-modular", "0.99, 1.0, 1.0", reaches([0.99, 1.0, 1.0], 0.99),
+                 scale="width 1024")  # a scale names where a claim not shown would show
     table = pd.read_csv(tmp_path / "claims.csv", keep_default_na=False)
     row = table.iloc[0]
     assert row["status"] == "holds" and row["source"] == "Zhong & Andreas 2024, " + ledger()["rt-t1-modular"].source
     assert row["paper"] == ledger()["rt-t1-modular"].value and "median 1.000" in row["measured"]
+    assert row["scale"] == ""  # it holds: no scale to show it at
 
 
 def test_ids_outside_the_ledger_or_of_another_notebook_are_refused(tmp_path):
