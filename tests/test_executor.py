@@ -240,7 +240,8 @@ def test_miiii_runs_as_local_jobs_equal_the_inline_runs(tmp_path, monkeypatch):
     from rt_lib.experiments.miiii import MiiiiParams, run
 
     params = MiiiiParams(p=7, variants=("miiii",), d_model=16, n_heads=2, epochs=20,
-                         eval_points=4, n_snapshots=2, train_fraction=0.6, baseline_epochs=20)
+                         eval_points=4, n_snapshots=2, train_fraction=0.6, baseline_epochs=20,
+                         dropout_zero=False)
     monkeypatch.setenv("RT_RESULTS", str(tmp_path / "inline"))
     inline = run(params)
     monkeypatch.setenv("RT_RESULTS", str(tmp_path / "local"))

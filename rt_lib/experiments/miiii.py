@@ -483,7 +483,8 @@ def check_claims(runs: dict[str, MiiiiRun], tables: dict[str, pd.DataFrame],
                  f"{at_saturation:.3f}, {final:.3f} at epoch {last_epoch}",
                  bool_verdict(saturated is not None and at_saturation < 0.6
                               and final - at_saturation >= 0.3,
-                              "validation < 0.6 when train saturates, then +0.3 or more"))
+                              "validation < 0.6 when train saturates, then +0.3 or more"),
+                 scale="10,000 epochs or more at p = 37 (--set epochs=10000), or the paper profile")
     done = tables["T_miiii"].dropna(subset=["valid epoch"]).sort_values(["valid epoch", "q"])
     first_two = [int(q) for q in done["q"].tolist()[:2]]
     claims.check("mi-small-primes-first", f"first two heads to generalise: {first_two}",

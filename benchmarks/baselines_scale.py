@@ -1,0 +1,93 @@
+"""Notebooks 05 and 10 with the baselines their claims need, at longer budgets (issue 28, item 4).
+
+    RT_RESULTS=/tmp/bench .venv/bin/python benchmarks/baselines_scale.py part=memorisation \\
+        steps=1500,6000,24000 restarts=3 out=benchmarks/results/memorisation_plateau.csv
+    RT_RESULTS=/tmp/bench .venv/bin/python benchmarks/baselines_scale.py part=imitation \\
+        steps=1500,3000 restarts=3 out=benchmarks/results/imitation_steps.csv
+
+``part=memorisation`` (Table 3, notebook 05): the random transformer trained for each budget of
+``steps`` (its lr schedule stretched to the budget, as a notebook run with ``--set steps=N`` does),
+to find its plateau: the budget after which its train accuracy no longer rises; the fully trained
+one at the first budget (it fits every label there; ``trained=0`` leaves it out).  ``part=imitation`` (Figure 6, notebook 10):
+the random and the fully trained imitator on the narrowest and widest targets (``targets``) at
+each budget: whether the trained one succeeds on the wide target, where the random one fails.
+
+Every other setting is the notebook's CPU profile (its ``Params`` defaults); ``device`` picks
+where it runs (``auto``: a GPU when there is one).  One row per (budget, model, restart), appended
+to ``out`` as each budget finishes, so an interrupted run keeps what it finished.  The restarts
+are the notebook's (seed 0, restarts 0..N-1).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from rt_lib.experiments import imitation, memorisation
+from rt_lib.tasks.memorisation import bits_net_of_chance
+
+
+def parse(argv: list[str]) -> dict:
+    opts = {"part": "memorisation", "steps": [1500, 6000, 24000], "restarts": 3,
+            "targets": [8, 256], "device": "auto", "out": None, "trained": 1}
+    for kv in argv:
+        key, _, raw = kv.partition("=")
+        if key in ("steps", "targets"):
+            opts[key] = [int(s) for s in raw.split(",")]
+        elif key in ("restarts", "trained"):
+            opts[key] = int(raw)
+        elif key in ("part", "device", "out"):
+            opts[key] = raw
+        else:
+            raise SystemExit(f"unknown setting {key!r}; settings: {sorted(opts)}")
+    if opts["part"] not in ("memorisation", "imitation"):
+        raise SystemExit("part must be memorisation or imitation")
+    opts["out"] = opts["out"] or f"benchmarks/results/{opts['part']}_budgets.csv"
+    return opts
+
+
+def memorisation_rows(steps: int, restarts: int, device: str, trained: bool) -> pd.DataFrame:
+    models = ("random transformer", "trained transformer") if trained else ("random transformer",)
+    params = memorisation.MemorisationParams(models=models, steps=steps, restarts=restarts,
+                                             eval_every=max(steps // 10, 1), device=device)
+    result = memorisation.run(params, save_models=False)
+    task = params.task()
+    m = result.metrics
+    m["net_bits_per_param"] = [bits_net_of_chance(float(a), task) / int(n)
+                               for a, n in zip(m["train_acc"], m["trainable_params"])]
+    return m[["model", "width", "restart", "train_acc", "net_bits_per_param", "wall_time_s"]]
+
+
+def imitation_rows(steps: int, restarts: int, device: str, targets: list[int]) -> pd.DataFrame:
+    params = imitation.ImitationParams(models=("random transformer", "trained transformer"),
+                                       target_widths=tuple(targets), steps=steps,
+                                       restarts=restarts, eval_every=max(steps // 10, 1),
+                                       device=device)
+    m = imitation.run(params).metrics
+    return m[["target_width", "model", "imitator_width", "restart", "test_kl", "baseline_kl",
+              "kl_ratio", "wall_time_s"]]
+
+
+def main(argv: list[str]) -> None:
+    opts = parse(argv)
+    out = Path(opts["out"])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for i, steps in enumerate(opts["steps"]):
+        start = time.perf_counter()
+        if opts["part"] == "memorisation":
+            rows = memorisation_rows(steps, opts["restarts"], opts["device"],
+                                     trained=i == 0 and bool(opts["trained"]))
+        else:
+            rows = imitation_rows(steps, opts["restarts"], opts["device"], opts["targets"])
+        rows.insert(0, "steps", steps)
+        with open(out, "a") as f:
+            rows.to_csv(f, header=f.tell() == 0, index=False)
+        print(f"{opts['part']}, {steps} steps: {time.perf_counter() - start:.0f} s", flush=True)
+        print(rows.drop(columns="wall_time_s").round(3).to_string(index=False), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
