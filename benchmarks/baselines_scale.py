@@ -1,16 +1,24 @@
 """Notebooks 05 and 10 with the baselines their claims need, at longer budgets (issue 28, item 4).
 
-    RT_RESULTS=/tmp/bench .venv/bin/python benchmarks/baselines_scale.py part=memorisation \\
-        steps=1500,6000,24000 restarts=3 out=benchmarks/results/memorisation_plateau.csv
-    RT_RESULTS=/tmp/bench .venv/bin/python benchmarks/baselines_scale.py part=imitation \\
-        steps=1500,3000 restarts=3 out=benchmarks/results/imitation_steps.csv
+    # the runs in benchmarks/results/ (the first on an H200, stopped by its time limit after the
+    # 1,500-step budget; the second on the project's 2-core CPU, one thread):
+    RT_RESULTS=/tmp/bench python3 benchmarks/baselines_scale.py part=memorisation \
+        steps=1500,6000,12000 restarts=3 device=cuda out=benchmarks/results/memorisation_budgets_h200.csv
+    RT_RESULTS=/tmp/bench RT_THREADS=1 .venv/bin/python benchmarks/baselines_scale.py \
+        part=memorisation steps=3000,6000 restarts=1 trained=0 device=cpu \
+        out=benchmarks/results/memorisation_plateau_cpu.csv
+    # Figure 6's baseline (not yet run to the end anywhere: 1,500 steps of both imitators on two
+    # targets and three restarts outran a 4-minute GPU slot):
+    RT_RESULTS=/tmp/bench .venv/bin/python benchmarks/baselines_scale.py part=imitation \
+        steps=1500,3000 restarts=3 out=benchmarks/results/imitation_budgets.csv
 
 ``part=memorisation`` (Table 3, notebook 05): the random transformer trained for each budget of
 ``steps`` (its lr schedule stretched to the budget, as a notebook run with ``--set steps=N`` does),
 to find its plateau: the budget after which its train accuracy no longer rises; the fully trained
-one at the first budget (it fits every label there; ``trained=0`` leaves it out).  ``part=imitation`` (Figure 6, notebook 10):
-the random and the fully trained imitator on the narrowest and widest targets (``targets``) at
-each budget: whether the trained one succeeds on the wide target, where the random one fails.
+one at the first budget (it fits every label there; ``trained=0`` leaves it out).
+``part=imitation`` (Figure 6, notebook 10): the random and the fully trained imitator on the
+narrowest and widest targets (``targets``) at each budget: whether the trained one succeeds on the
+wide target, where the random one fails.
 
 Every other setting is the notebook's CPU profile (its ``Params`` defaults); ``device`` picks
 where it runs (``auto``: a GPU when there is one).  One row per (budget, model, restart), appended
