@@ -430,9 +430,8 @@ NOISE_FILE = PROJECT_ROOT / "benchmarks" / "results" / "miiii_budgets_h200cpu.cs
 NOISE_SOURCE = "benchmarks/miiii_budgets.py, seeds 0-2"
 #: settings that do not change the runs' distribution at a given epoch: a run that differs from
 #: the CPU profile in anything else has no measured seed noise
-NOISE_ANY = ("seed", "epochs", "baseline_epochs", "eval_points", "n_snapshots", "device",
-             "variants", "lambda_zero", "dropout_zero", "threads", "generalised_at",
-             "full_epoch_variants")
+NOISE_ANY = MiiiiParams.NOT_IN_RUN + ("seed", "epochs", "baseline_epochs", "eval_points",
+                                      "n_snapshots", "device")
 
 
 @cache
