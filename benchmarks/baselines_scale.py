@@ -7,10 +7,19 @@
     RT_RESULTS=/tmp/bench RT_THREADS=1 .venv/bin/python benchmarks/baselines_scale.py \
         part=memorisation steps=3000,6000 restarts=1 trained=0 device=cpu \
         out=benchmarks/results/memorisation_plateau_cpu.csv
-    # Figure 6's baseline (not yet run to the end anywhere: 1,500 steps of both imitators on two
-    # targets and three restarts outran a 4-minute GPU slot):
-    RT_RESULTS=/tmp/bench .venv/bin/python benchmarks/baselines_scale.py part=imitation \
-        steps=1500,3000 restarts=3 out=benchmarks/results/imitation_budgets.csv
+    # Figure 6's baseline on the 2-core CPU, one thread each (restart 0 only: a 6,000-step run
+    # takes about 25 minutes of one core): the trained imitator's lr on its training loss, then
+    # both imitators at 6,000 steps (each run's curve in imitation_budgets_cpu.history.csv)
+    export RT_RESULTS=/tmp/bench RT_THREADS=1
+    .venv/bin/python benchmarks/baselines_scale.py part=imitation steps=1500 restarts=1 \
+        targets=256 'models=trained transformer' trained_lrs=1e-3,3e-3,1e-2,3e-4 device=cpu \
+        out=benchmarks/results/imitation_lr_cpu.csv
+    .venv/bin/python benchmarks/baselines_scale.py part=imitation steps=1500 restarts=1 \
+        targets=256 'models=random transformer' device=cpu out=benchmarks/results/imitation_lr_cpu.csv
+    .venv/bin/python benchmarks/baselines_scale.py part=imitation steps=6000 restarts=1 \
+        targets=256 'models=trained transformer' device=cpu out=benchmarks/results/imitation_budgets_cpu.csv
+    .venv/bin/python benchmarks/baselines_scale.py part=imitation steps=6000 restarts=1 \
+        targets=256 'models=random transformer' device=cpu out=benchmarks/results/imitation_budgets_cpu.csv
 
 ``part=memorisation`` (Table 3, notebook 05): the random transformer trained for each budget of
 ``steps`` (its lr schedule stretched to the budget, as a notebook run with ``--set steps=N`` does),
@@ -18,7 +27,9 @@ to find its plateau: the budget after which its train accuracy no longer rises; 
 one at the first budget (it fits every label there; ``trained=0`` leaves it out).
 ``part=imitation`` (Figure 6, notebook 10): the random and the fully trained imitator on the
 narrowest and widest targets (``targets``) at each budget: whether the trained one succeeds on the
-wide target, where the random one fails.
+wide target, where the random one fails; ``trained_lrs`` runs the trained imitator at each lr
+(its training loss, the mean of its last three evaluations' batches, picks one; never the test
+KL) and ``models`` picks the imitators.
 
 Every other setting is the notebook's CPU profile (its ``Params`` defaults); ``device`` picks
 where it runs (``auto``: a GPU when there is one).  One row per (budget, model, restart), appended
@@ -40,11 +51,16 @@ from rt_lib.tasks.memorisation import bits_net_of_chance
 
 def parse(argv: list[str]) -> dict:
     opts = {"part": "memorisation", "steps": [1500, 6000, 24000], "restarts": 3,
-            "targets": [8, 256], "device": "auto", "out": None, "trained": 1}
+            "targets": [8, 256], "device": "auto", "out": None, "trained": 1,
+            "models": ["random transformer", "trained transformer"], "trained_lrs": [None]}
     for kv in argv:
         key, _, raw = kv.partition("=")
         if key in ("steps", "targets"):
             opts[key] = [int(s) for s in raw.split(",")]
+        elif key == "trained_lrs":
+            opts[key] = [float(s) for s in raw.split(",")]
+        elif key == "models":
+            opts[key] = [s.strip() for s in raw.split(",")]
         elif key in ("restarts", "trained"):
             opts[key] = int(raw)
         elif key in ("part", "device", "out"):
@@ -69,14 +85,41 @@ def memorisation_rows(steps: int, restarts: int, device: str, trained: bool) -> 
     return m[["model", "width", "restart", "train_acc", "net_bits_per_param", "wall_time_s"]]
 
 
-def imitation_rows(steps: int, restarts: int, device: str, targets: list[int]) -> pd.DataFrame:
-    params = imitation.ImitationParams(models=("random transformer", "trained transformer"),
-                                       target_widths=tuple(targets), steps=steps,
-                                       restarts=restarts, eval_every=max(steps // 10, 1),
-                                       device=device)
-    m = imitation.run(params).metrics
-    return m[["target_width", "model", "imitator_width", "restart", "test_kl", "baseline_kl",
-              "kl_ratio", "wall_time_s"]]
+HISTORIES: list[pd.DataFrame] = []  # every imitation run's evaluations, for <out>.history.csv
+
+
+def imitation_rows(steps: int, restarts: int, device: str, targets: list[int],
+                   models: list[str], trained_lr: float | None) -> pd.DataFrame:
+    # trained_lr None: the notebook's own (ImitationParams.trained_lr)
+    lr = {} if trained_lr is None else {"trained_lr": trained_lr}
+    params = imitation.ImitationParams(models=tuple(models), target_widths=tuple(targets),
+                                       steps=steps, restarts=restarts,
+                                       eval_every=max(steps // 10, 1), device=device, **lr)
+    frames = []
+    for tw in params.target_widths:
+        # one target at a time, to keep every run's history: the lr is chosen on the training
+        # loss (the mean of the last three evaluations' batches), never on the test KL
+        task = params.task(tw)
+        grid = imitation.train_grid(task, params)
+        m = grid.metrics.rename(columns={"width": "imitator_width"})
+        m.insert(0, "target_width", tw)
+        m["baseline_kl"] = task.baseline_kl()
+        m["kl_ratio"] = m["test_kl"] / m["baseline_kl"]
+        m["train_loss_tail"] = [float(grid.histories[(k, w, r)]["train_loss"].tail(3).mean())
+                                for k, w, r in zip(m["model"], m["imitator_width"], m["restart"])]
+        frames.append(m)
+        for (k, w, r), h in grid.histories.items():
+            # the run's test KL at every evaluation (a curve within one budget's schedule)
+            curve = h[["step", "train_loss", "test_kl"]].assign(
+                target_width=tw, model=k, imitator_width=w, restart=r, steps=steps,
+                lr=params.trained_lr if k == "trained transformer" and params.trained_lr
+                else params.lr, kl_ratio=lambda d: d["test_kl"] / task.baseline_kl())
+            HISTORIES.append(curve)
+    m = pd.concat(frames, ignore_index=True)
+    m["lr"] = [params.trained_lr if k == "trained transformer" and params.trained_lr is not None
+               else params.lr for k in m["model"]]
+    return m[["target_width", "model", "imitator_width", "lr", "restart", "train_loss_tail",
+              "test_kl", "baseline_kl", "kl_ratio", "wall_time_s"]]
 
 
 def main(argv: list[str]) -> None:
@@ -88,13 +131,24 @@ def main(argv: list[str]) -> None:
         if opts["part"] == "memorisation":
             rows = memorisation_rows(steps, opts["restarts"], opts["device"],
                                      trained=i == 0 and bool(opts["trained"]))
+            emit(out, opts, steps, rows, start)
         else:
-            rows = imitation_rows(steps, opts["restarts"], opts["device"], opts["targets"])
-        rows.insert(0, "steps", steps)
-        with open(out, "a") as f:
-            rows.to_csv(f, header=f.tell() == 0, index=False)
-        print(f"{opts['part']}, {steps} steps: {time.perf_counter() - start:.0f} s", flush=True)
-        print(rows.drop(columns="wall_time_s").round(3).to_string(index=False), flush=True)
+            for lr in opts["trained_lrs"]:
+                rows = imitation_rows(steps, opts["restarts"], opts["device"], opts["targets"],
+                                      opts["models"], lr)
+                emit(out, opts, steps, rows, start)
+                history = out.with_suffix(".history.csv")
+                with open(history, "a") as f:
+                    pd.concat(HISTORIES).to_csv(f, header=f.tell() == 0, index=False)
+                HISTORIES.clear()
+
+
+def emit(out: Path, opts: dict, steps: int, rows: pd.DataFrame, start: float) -> None:
+    rows.insert(0, "steps", steps)
+    with open(out, "a") as f:
+        rows.to_csv(f, header=f.tell() == 0, index=False)
+    print(f"{opts['part']}, {steps} steps: {time.perf_counter() - start:.0f} s", flush=True)
+    print(rows.drop(columns="wall_time_s").round(4).to_string(index=False), flush=True)
 
 
 if __name__ == "__main__":
