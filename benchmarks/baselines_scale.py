@@ -85,41 +85,34 @@ def memorisation_rows(steps: int, restarts: int, device: str, trained: bool) -> 
     return m[["model", "width", "restart", "train_acc", "net_bits_per_param", "wall_time_s"]]
 
 
-HISTORIES: list[pd.DataFrame] = []  # every imitation run's evaluations, for <out>.history.csv
+# the columns of <out>.history.csv, in the order of the files in benchmarks/results/
+HISTORY_COLUMNS = ["step", "train_loss", "test_kl", "target_width", "model", "imitator_width",
+                   "restart", "steps", "lr", "kl_ratio"]
 
 
-def imitation_rows(steps: int, restarts: int, device: str, targets: list[int],
-                   models: list[str], trained_lr: float | None) -> pd.DataFrame:
-    # trained_lr None: the notebook's own (ImitationParams.trained_lr)
+def imitation_rows(steps: int, restarts: int, device: str, targets: list[int], models: list[str],
+                   trained_lr: float | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(one row per run, every run's evaluations) of notebook 10's ``run`` at these settings;
+    ``trained_lr`` None: the notebook's own (``ImitationParams.trained_lr``)."""
     lr = {} if trained_lr is None else {"trained_lr": trained_lr}
     params = imitation.ImitationParams(models=tuple(models), target_widths=tuple(targets),
                                        steps=steps, restarts=restarts,
                                        eval_every=max(steps // 10, 1), device=device, **lr)
-    frames = []
-    for tw in params.target_widths:
-        # one target at a time, to keep every run's history: the lr is chosen on the training
-        # loss (the mean of the last three evaluations' batches), never on the test KL
-        task = params.task(tw)
-        grid = imitation.train_grid(task, params)
-        m = grid.metrics.rename(columns={"width": "imitator_width"})
-        m.insert(0, "target_width", tw)
-        m["baseline_kl"] = task.baseline_kl()
-        m["kl_ratio"] = m["test_kl"] / m["baseline_kl"]
-        m["train_loss_tail"] = [float(grid.histories[(k, w, r)]["train_loss"].tail(3).mean())
-                                for k, w, r in zip(m["model"], m["imitator_width"], m["restart"])]
-        frames.append(m)
-        for (k, w, r), h in grid.histories.items():
-            # the run's test KL at every evaluation (a curve within one budget's schedule)
-            curve = h[["step", "train_loss", "test_kl"]].assign(
-                target_width=tw, model=k, imitator_width=w, restart=r, steps=steps,
-                lr=params.trained_lr if k == "trained transformer" and params.trained_lr
-                else params.lr, kl_ratio=lambda d: d["test_kl"] / task.baseline_kl())
-            HISTORIES.append(curve)
-    m = pd.concat(frames, ignore_index=True)
-    m["lr"] = [params.trained_lr if k == "trained transformer" and params.trained_lr is not None
-               else params.lr for k in m["model"]]
-    return m[["target_width", "model", "imitator_width", "lr", "restart", "train_loss_tail",
-              "test_kl", "baseline_kl", "kl_ratio", "wall_time_s"]]
+    result = imitation.run(params)
+    m = result.metrics
+    keys = list(zip(m["target_width"], m["model"], m["imitator_width"], m["restart"]))
+    m["lr"] = [params.lr_of(k) for k in m["model"]]
+    # the lr is chosen on the training loss (the mean of the last three evaluations' batches),
+    # never on the test KL
+    m["train_loss_tail"] = [float(result.histories[key]["train_loss"].tail(3).mean())
+                            for key in keys]
+    curves = pd.concat(  # each run's test KL at every evaluation (one budget's schedule)
+        result.histories[key][["step", "train_loss", "test_kl", "kl_ratio"]].assign(
+            target_width=tw, model=k, imitator_width=w, restart=r, steps=steps,
+            lr=params.lr_of(k))
+        for key in keys for tw, k, w, r in [key])[HISTORY_COLUMNS]
+    return (m[["target_width", "model", "imitator_width", "lr", "restart", "train_loss_tail",
+               "test_kl", "baseline_kl", "kl_ratio", "wall_time_s"]], curves)
 
 
 def main(argv: list[str]) -> None:
@@ -134,13 +127,11 @@ def main(argv: list[str]) -> None:
             emit(out, opts, steps, rows, start)
         else:
             for lr in opts["trained_lrs"]:
-                rows = imitation_rows(steps, opts["restarts"], opts["device"], opts["targets"],
-                                      opts["models"], lr)
+                rows, curves = imitation_rows(steps, opts["restarts"], opts["device"],
+                                              opts["targets"], opts["models"], lr)
                 emit(out, opts, steps, rows, start)
-                history = out.with_suffix(".history.csv")
-                with open(history, "a") as f:
-                    pd.concat(HISTORIES).to_csv(f, header=f.tell() == 0, index=False)
-                HISTORIES.clear()
+                with open(out.with_suffix(".history.csv"), "a") as f:
+                    curves.to_csv(f, header=f.tell() == 0, index=False)
 
 
 def emit(out: Path, opts: dict, steps: int, rows: pd.DataFrame, start: float) -> None:

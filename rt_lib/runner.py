@@ -272,6 +272,8 @@ def execute(job: Job, output: Path, log_output: bool = False,
     """Run one notebook with papermill into ``output`` (atomically); returns wall seconds."""
     import papermill
 
+    from rt_lib.kernel import PatientKernelManager
+
     job.output_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     with atomic_path(output) as tmp:
@@ -279,7 +281,7 @@ def execute(job: Job, output: Path, log_output: bool = False,
             papermill.execute_notebook(
                 str(job.notebook), str(tmp), parameters=job.parameters, kernel_name="python3",
                 cwd=str(job.notebook.parent), log_output=log_output, progress_bar=False,
-                execution_timeout=cell_timeout,
+                execution_timeout=cell_timeout, kernel_manager_class=PatientKernelManager,
             )
         except Exception:
             # Always beside the results (also with --update-notebooks): notebooks/ keeps only
@@ -629,6 +631,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="the profile's smoke test: every notebook at the profile's shapes "
                              "with a handful of steps, into results/<profile>-smoke/ (with "
                              "--profile paper: what a GPU run would hit first, on this CPU)")
+    parser.add_argument("--no-footprints", action="store_true",
+                        help="with --smoke: leave out the table of each training step's peak "
+                             "memory and FLOPs at the profile's batch (minutes of both cores)")
     parser.add_argument("--executor", choices=KINDS, default="inline",
                         help="where training runs execute: inline (in the notebook, default), "
                              "local (submitit jobs on this machine) or slurm (a Slurm job array "
@@ -656,6 +661,8 @@ def main(argv: list[str] | None = None) -> int:
                 raise RunError("--smoke cuts a profile of configs/ (e.g. --profile paper) to a "
                                "few steps; the CPU profile is the notebooks' own defaults")
             args.profile += SMOKE
+        elif args.no_footprints:
+            raise RunError("--no-footprints goes with --smoke (only a smoke test takes them)")
         if args.jobs is not None and args.jobs < 1:
             raise RunError(f"--jobs must be >= 1, got {args.jobs}")
         jobs = plan(args.profile, args.only, sets)
@@ -707,7 +714,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{by_name[name].folder:<40} {seconds:8.1f} s")
     report_claims({by_name[n].folder: by_name[n].output_dir
                    for n in [*outcome.skipped, *(n for n, _ in timings)]})
-    if is_smoke(args.profile) and not failures:
+    if is_smoke(args.profile) and not failures and not args.no_footprints:
         report_footprints(base_profile(args.profile), [job.name for job in jobs], root)
     build_site_of(root, args.profile, {j.name: outputs[j.name] for j in jobs if j.folder == j.name})
     if failures:

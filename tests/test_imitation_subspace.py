@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from rt_lib.experiments.common import run_task_grid
-from rt_lib.experiments.imitation import ImitationParams
+from rt_lib.experiments.imitation import ImitationParams, run
 from rt_lib.experiments.modular_addition import ModularAdditionParams
 from rt_lib.experiments.subspace import (SubspaceParams, checkpoint_widths, common_width, load_or_train,
                                          subspace_rows)
@@ -56,6 +56,25 @@ def test_imitation_parameters_are_checked():
         ImitationParams(target_widths=[9])
     with pytest.raises(ValueError, match="batch_size"):
         ImitationParams(batch_size=None)
+
+
+def test_imitation_keeps_each_runs_curve_and_each_kind_trains_at_its_own_lr(results_tmp):
+    params = ImitationParams(models=("random transformer", "trained transformer"), widths=(8,),
+                             n_layers=1, n_heads=2, target_widths=(4, 8), target_layers=1,
+                             d_vocab=6, n_ctx=3, n_test=16, steps=4, batch_size=8,
+                             warmup_steps=1, eval_every=2, lr=1e-2, trained_lr=1e-3, threads=1)
+    assert (params.lr_of("random transformer"), params.lr_of("trained transformer")) == (1e-2, 1e-3)
+    assert params.lr_of("trained LSTM") == params.lstm_lr
+    result = run(params)
+    keys = set(zip(result.metrics["target_width"], result.metrics["model"],
+                   result.metrics["imitator_width"], result.metrics["restart"]))
+    assert set(result.histories) == keys and len(keys) == 4
+    for (tw, kind, width, restart), h in result.histories.items():
+        row = result.metrics[(result.metrics["target_width"] == tw) & (result.metrics["model"] == kind)]
+        assert list(h["step"]) == [2, 4]
+        assert h["test_kl"].iloc[-1] == pytest.approx(float(row["test_kl"].iloc[0]))
+        assert torch.allclose(torch.tensor(h["kl_ratio"].values),
+                              torch.tensor((h["test_kl"] / row["baseline_kl"].iloc[0]).values))
 
 
 def test_checkpoints_are_compared_at_the_widest_width_both_kinds_saved(results_tmp):

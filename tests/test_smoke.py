@@ -143,11 +143,27 @@ def test_a_cheap_step_is_measured_in_a_process_of_its_own():
     assert 0 < fp.peak_bytes < 2**30 and fp.flops > 0 and fp.seconds > 0
 
 
+def test_the_footprint_table_is_written_and_printed(tmp_path, capsys):
+    """What a smoke run ends with (``--no-footprints`` leaves it out, as the run below does: the
+    whole table takes minutes of both cores): here for notebook 11's one step."""
+    runner.report_footprints("paper", [miiii.NAME], tmp_path)
+    table = (tmp_path / "footprint.csv").read_text().splitlines()
+    assert len(table) == 2 and table[1].startswith(f"{miiii.NAME},")
+    out = capsys.readouterr().out
+    assert "one training step at the paper profile's batch" in out and "GFLOP/step" in out
+
+
+def test_no_footprints_needs_the_smoke_test(capsys):
+    assert runner.main(["--no-footprints", "--only", "01"]) == 2
+    assert "--no-footprints goes with --smoke" in capsys.readouterr().err
+
+
 @pytest.mark.long
 def test_the_paper_profile_smoke_test_runs_end_to_end(tmp_path):
-    """Every notebook at the paper's shapes, a handful of steps, readers reading the smoke runs;
-    its footprint table written.  One notebook at a time beside the nbval notebooks (the README
-    has its time); RT_TEST_SMOKE=0 leaves it out of a quick local run."""
+    """Every notebook at the paper's shapes, a handful of steps, readers reading the smoke runs
+    (the footprint table left out: the test above takes it).  One notebook at a time beside the
+    nbval notebooks (the README has its time); RT_TEST_SMOKE=0 leaves it out of a quick local
+    run."""
     if os.environ.get("RT_TEST_SMOKE") == "0":
         pytest.skip("RT_TEST_SMOKE=0: the paper-profile smoke run left out "
                     "(./run_all.sh --profile paper --smoke runs it alone)")
@@ -155,13 +171,12 @@ def test_the_paper_profile_smoke_test_runs_end_to_end(tmp_path):
         pytest.skip("RT_TINYSTORIES is not set (scripts/data_env.sh sets it)")
     env = {**os.environ, "RT_RESULTS": str(tmp_path / "results"), "TQDM_DISABLE": "1"}
     proc = subprocess.run([sys.executable, "-m", "rt_lib.runner", "--profile", "paper",
-                           "--smoke", "--jobs", "1"], cwd=PROJECT_ROOT, env=env,
+                           "--smoke", "--jobs", "1", "--no-footprints"], cwd=PROJECT_ROOT, env=env,
                           capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     root = tmp_path / "results" / "paper-smoke"
     assert not (tmp_path / "results" / "paper").exists()
     for name in registry():
         assert (root / name / f"{name}.ipynb").exists(), name
-    table = (root / "footprint.csv").read_text()
-    assert "02_needle_in_a_haystack" in table and "11_miiii_training" in table
-    assert "one training step at the paper profile's batch" in proc.stdout
+    assert not (root / "footprint.csv").exists()
+    assert "one training step at the paper profile's batch" not in proc.stdout

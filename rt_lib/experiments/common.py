@@ -152,6 +152,10 @@ class GridParams(Params):
             out["trained transformer"] = trained
         return out
 
+    def lr_of(self, kind: str) -> float:
+        """The peak lr a model ``kind`` trains at (its :meth:`kind_overrides`, else ``lr``)."""
+        return self.kind_overrides().get(kind, {}).get("lr", self.lr)
+
     def transformer_overrides(self) -> dict[str, Any]:
         """Model settings beyond width/depth/heads (e.g. the language model's dropout)."""
         return {}

@@ -93,8 +93,9 @@ EXPERIMENT = Experiment(
 
 def run(params: ImitationParams) -> GridResult:
     """Metrics with one row per (target width, imitator kind, width, restart): final test KL,
-    the input-blind baseline's KL, and their ratio (1 = learned nothing about the input)."""
-    frames = []
+    the input-blind baseline's KL, and their ratio (1 = learned nothing about the input); the
+    histories keyed by (target width, kind, width, restart)."""
+    frames, histories = [], {}
     for tw in params.target_widths:
         task = params.task(tw)
         grid = train_grid(task, params)
@@ -102,9 +103,11 @@ def run(params: ImitationParams) -> GridResult:
         df.insert(0, "target_width", tw)
         df["baseline_kl"] = task.baseline_kl()
         frames.append(df)
+        histories |= {(tw, *key): h.assign(kl_ratio=h["test_kl"] / task.baseline_kl())
+                      for key, h in grid.histories.items()}
     out = pd.concat(frames, ignore_index=True)
     out["kl_ratio"] = out["test_kl"] / out["baseline_kl"]
-    return GridResult(metrics=out)
+    return GridResult(metrics=out, histories=histories)
 
 
 def kl_table(metrics: pd.DataFrame) -> pd.DataFrame:
