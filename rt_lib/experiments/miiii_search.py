@@ -75,7 +75,7 @@ class SearchParams(Params):
     # other MiiiiParams fields for every trial (CPU: p = 11, short runs)
     fixed: dict = field(default_factory=lambda: {"p": 11, "epochs": 1500, "eval_points": 4,
                                                  "train_fraction": 0.8})
-    n_trials: int = 12  # the study is run until it has this many finished trials
+    n_trials: int = 6  # the study is run until it has this many finished trials
     objective: str = "valid_loss_last10"  # the authors': mean validation loss, last 10 epochs (min)
     storage: str | None = None  # SQLAlchemy URL or journal:<path>; None = SQLite under results/14_miiii_search/
     study_name: str = "miiii_table1_cpu"
