@@ -28,8 +28,8 @@ from tqdm.auto import tqdm
 from rt_lib.seeding import derive
 from rt_lib.tasks.base import Task
 from rt_lib.model import TransformerConfig, build_model
-from rt_lib.train import (TrainConfig, TrainResult, eval_due, evaluate, lr_lambda, param_groups,
-                          prepare, resolve_device)
+from rt_lib.train import (NonFiniteLossError, TrainConfig, TrainResult, eval_due, evaluate,
+                          lr_lambda, param_groups, prepare, resolve_device)
 
 
 def unsupported(model_cfg: object, cfg: TrainConfig) -> str | None:
@@ -137,10 +137,20 @@ def train_batched(models: Sequence[nn.Module], task: Task,
     rows: list[list[dict]] = [[] for _ in range(n)]
     t0 = time.perf_counter()
     disable = not cfg.progress or os.environ.get("TQDM_DISABLE", "") not in ("", "0")
+    first_bad = torch.zeros(n, dtype=torch.long, device=run.device)
     for step in tqdm(range(cfg.steps), desc=f"{task.name} x{n} seeds", disable=disable,
                      leave=False):
         lr_now = run.optimizer.param_groups[0]["lr"]
         losses = run.step(step)
+        # each member's first step with an infinite or NaN loss (0: none), read with the losses
+        first_bad = torch.where((first_bad == 0) & ~torch.isfinite(losses), step + 1, first_bad)
+        if due(step + 1) or step + 1 == cfg.steps:
+            for i, bad in enumerate(first_bad.tolist()):
+                if bad:
+                    raise NonFiniteLossError(
+                        f"{task.name}, seed {cfgs[i].seed} of {n} stacked: the training loss is "
+                        f"not finite (inf or NaN) at step {bad} of {cfg.steps} (lr {cfg.lr:g}, "
+                        f"weight decay {cfg.weight_decay:g})")
         if due(step + 1):
             for i in range(n):
                 row = {"step": step + 1, "lr": lr_now, "train_loss": float(losses[i])}

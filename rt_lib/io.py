@@ -18,6 +18,22 @@ from typing import Any
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 
+def env_threads() -> int:
+    """``RT_THREADS``, torch's threads per notebook: 1 when unset; anything but a positive
+    integer is a :class:`ValueError` that names it."""
+    raw = os.environ.get("RT_THREADS", "").strip()
+    if not raw:
+        return 1
+    try:
+        threads = int(raw)
+    except ValueError:
+        threads = 0
+    if threads < 1:
+        raise ValueError(f"RT_THREADS must be a positive integer (torch threads per notebook), "
+                         f"got {raw!r}")
+    return threads
+
+
 def results_root() -> Path:
     """``$RT_RESULTS`` if set, else ``results/`` beside the package (never the working dir)."""
     return Path(os.environ.get("RT_RESULTS", PROJECT_ROOT / "results"))

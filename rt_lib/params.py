@@ -13,6 +13,7 @@ names an exploration run's results folder (:mod:`rt_lib.experiments.registry`).
 
 from __future__ import annotations
 
+import math
 import types
 import typing
 from collections.abc import Mapping
@@ -42,7 +43,8 @@ def describe(hint: Any) -> str:
 
 def coerce(name: str, value: Any, hint: Any) -> Any:
     """``value`` as a field of type ``hint`` (lists become tuples, integers numbers), or a
-    :class:`TypeError` naming the parameter, the type it expects and the value given."""
+    :class:`TypeError` naming the parameter, the type it expects and the value given (a
+    :class:`ValueError` for an infinite or NaN number)."""
     origin, args = get_origin(hint), get_args(hint)
     if hint is Any:
         return value
@@ -68,6 +70,8 @@ def coerce(name: str, value: Any, hint: Any) -> Any:
             return value
     elif hint is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if not math.isfinite(value):  # YAML's .inf and .nan parse as floats
+                raise ValueError(f"{name} must be a finite number, got {value!r}")
             return float(value)
     elif origin is dict and isinstance(value, dict):
         return value

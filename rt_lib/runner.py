@@ -38,7 +38,6 @@ import argparse
 import contextlib
 import faulthandler
 import fcntl
-import importlib
 import json
 import multiprocessing
 import multiprocessing.connection
@@ -47,7 +46,7 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -59,7 +58,7 @@ from rt_lib.experiments.registry import (CONFIGS, DEFAULT_PROFILE, PROFILE_ENV, 
                                          Experiment, available_profiles, base_profile,
                                          folder_name, is_smoke, registry, runs)
 from rt_lib.executor import KINDS, ExecutorConfig, load_config, to_env
-from rt_lib.io import FOLDERS_ENV, PROJECT_ROOT, RESUME, atomic_path
+from rt_lib.io import FOLDERS_ENV, PROJECT_ROOT, RESUME, atomic_path, env_threads
 from rt_lib.manifest import Manifest, content_key, is_temporary
 from rt_lib.site import SITE
 
@@ -166,8 +165,7 @@ def schedule(names: list[str]) -> tuple[dict[str, frozenset[str]], list[str]]:
 def default_jobs() -> int:
     """Notebooks at once: the usable cores divided by the torch threads each uses, at most 4."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    threads = int(os.environ.get("RT_THREADS", "1"))
-    return max(1, min(4, (cores or 1) // max(threads, 1)))
+    return max(1, min(4, (cores or 1) // env_threads()))
 
 
 def notebook_parameters(path: Path) -> set[str]:
@@ -665,6 +663,10 @@ def main(argv: list[str] | None = None) -> int:
             raise RunError("--no-footprints goes with --smoke (only a smoke test takes them)")
         if args.jobs is not None and args.jobs < 1:
             raise RunError(f"--jobs must be >= 1, got {args.jobs}")
+        try:
+            env_threads()  # a bad RT_THREADS, named before anything runs
+        except ValueError as err:
+            raise RunError(str(err)) from None
         jobs = plan(args.profile, args.only, sets)
     except RunError as err:
         print(f"run_all.sh: error: {err}", file=sys.stderr)

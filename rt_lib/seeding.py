@@ -7,9 +7,10 @@ one integer seed and a purpose string, so a re-run reproduces it and restarts di
 from __future__ import annotations
 
 import hashlib
-import os
 
 import torch
+
+from rt_lib.io import env_threads
 
 
 def derive(seed: int, purpose: str) -> int:
@@ -26,7 +27,7 @@ def set_threads(threads: int | None = None) -> int:
     from run to run.
     """
     if threads is None:
-        threads = int(os.environ.get("RT_THREADS", "1"))
+        threads = env_threads()
     if threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
     torch.set_num_threads(threads)

@@ -185,6 +185,10 @@ def evaluate(model: nn.Module, task: Task, batch_size: int = 8192,
     return out
 
 
+class NonFiniteLossError(FloatingPointError):
+    """Training met an infinite or NaN loss: the run stops, naming itself and the step."""
+
+
 def train_step(model: nn.Module, task: Task, optimizer: torch.optim.Optimizer, x: torch.Tensor,
                y: torch.Tensor, cfg: TrainConfig,
                grad_hook: Callable[[nn.Module, int], None] | None = None,
@@ -291,6 +295,23 @@ def _train(model: nn.Module, task: Task, cfg: TrainConfig,
             state["grad_hook"] = grad_hook.state_dict()
         atomic_save_torch(state, ckpt)
 
+    # The first step whose loss was infinite or NaN (0: none yet), kept on the device so that
+    # the loop never waits for it; read where the loss is read anyway and before every save,
+    # which also checks the weights: no checkpoint or snapshot holds a non-finite value.
+    first_bad = torch.zeros((), dtype=torch.long, device=device)
+
+    def check_finite(done: int, saving: bool = False) -> None:
+        """Raise if a loss so far was not finite or, before a save, if a weight is not."""
+        what = None
+        if bad := int(first_bad.item()):
+            what = f"the training loss is not finite (inf or NaN) at step {bad}"
+        elif saving and not all(bool(torch.isfinite(p).all()) for p in model.parameters()):
+            what = f"the weights are not finite (inf or NaN) after step {done}"
+        if what:
+            kept = f"; {ckpt} keeps the last step saved before it" if ckpt and ckpt.exists() else ""
+            raise NonFiniteLossError(f"{desc or task.name}: {what} of {cfg.steps} (lr "
+                                     f"{cfg.lr:g}, weight decay {cfg.weight_decay:g}){kept}")
+
     due = eval_due(cfg)
     snapshots = set(cfg.snapshot_steps)
     step = start_step
@@ -300,11 +321,14 @@ def _train(model: nn.Module, task: Task, cfg: TrainConfig,
         lr_now = optimizer.param_groups[0]["lr"]
         loss = train_step(model, task, optimizer, x, y, cfg, grad_hook, step)
         scheduler.step()
+        first_bad = torch.where((first_bad == 0) & ~torch.isfinite(loss), step + 1, first_bad)
 
         if step + 1 in snapshots:
+            check_finite(step + 1, saving=True)
             atomic_save_torch({"step": step + 1, "state_dict": model.state_dict()},
                               Path(cfg.snapshot_dir) / f"step_{step + 1}.pt")
         if due(step + 1):
+            check_finite(step + 1)
             row = {"step": step + 1, "lr": lr_now, "train_loss": loss.item()}
             row.update(evaluate(model, task, cfg.eval_batch_size, device, cfg.bf16))
             row["time_s"] = time.perf_counter() - t0
@@ -317,10 +341,12 @@ def _train(model: nn.Module, task: Task, cfg: TrainConfig,
                     step += 1
                     break
         if cfg.checkpoint_every and (step + 1) % cfg.checkpoint_every == 0:
+            check_finite(step + 1, saving=True)
             save(step + 1)
     else:
         step = start_step if finished else cfg.steps
     bar.close()
+    check_finite(step, saving=not finished)
     if not finished:  # a finished run loaded as it was is left byte for byte (results manifest)
         save(step, finished=True)
     history = pd.DataFrame(rows)

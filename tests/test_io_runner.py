@@ -1,13 +1,13 @@
 import json
+import os
+import subprocess
 import time
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from rt_lib import runner
-from rt_lib.experiments.modular_addition import ModularAdditionParams
-from rt_lib.io import atomic_path, results_dir, save_csv
+from rt_lib.io import FOLDERS_ENV, PROJECT_ROOT, atomic_path, results_dir, save_csv
 
 
 def test_atomic_write_keeps_old_file_when_interrupted(tmp_path):
@@ -40,11 +40,18 @@ def test_results_dir_follows_environment(results_tmp):
 
 
 def test_results_dir_is_anchored_on_the_package(monkeypatch, tmp_path):
+    """From any working directory, results go beside notebooks/ and run_all.sh (the checkout),
+    named without creating anything."""
     monkeypatch.delenv("RT_RESULTS", raising=False)
+    monkeypatch.delenv(FOLDERS_ENV, raising=False)
+    monkeypatch.delenv("RT_NOTEBOOKS", raising=False)
     monkeypatch.chdir(tmp_path)
-    import rt_lib
-
-    assert runner.PROJECT_ROOT == Path(rt_lib.__file__).resolve().parents[1]
+    path = results_dir("01_x", create=False)
+    assert path.is_absolute() and tmp_path not in path.parents
+    checkout = path.parent.parent
+    assert path.parent.name == "results"
+    assert (checkout / "run_all.sh").is_file() and (checkout / "notebooks").is_dir()
+    assert runner.notebooks_dir() == checkout / "notebooks"
 
 
 def test_unknown_profile_is_rejected_and_nothing_written(results_tmp):
@@ -158,3 +165,17 @@ def test_a_figure_saved_twice_is_byte_identical(tmp_path, fmt):
         plt.close(fig)
         time.sleep(1.1 if i == 0 else 0)  # a timestamp in the file would now differ
     assert paths[0].read_bytes() == paths[1].read_bytes()
+
+
+def test_ci_forces_one_thread_and_the_recorded_cpu_kernels():
+    """.ci/run sources scripts/ci_env.sh before the test command, whose kernel_env.sh would
+    otherwise keep whatever the environment set (the recorded outputs hold only under these)."""
+    env = {**os.environ, "RT_THREADS": "4", "ATEN_CPU_CAPABILITY": "avx512", "MKL_CBWR": "AVX512",
+           "ONEDNN_MAX_CPU_ISA": "AVX512_CORE", "OPENBLAS_CORETYPE": "SkylakeX"}
+    shown = "echo $RT_THREADS $ATEN_CPU_CAPABILITY $MKL_CBWR $ONEDNN_MAX_CPU_ISA $OPENBLAS_CORETYPE"
+    out = subprocess.run(["bash", "-c", f"source scripts/ci_env.sh; source scripts/kernel_env.sh; "
+                          f"{shown}"], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True)
+    assert out.stdout.split() == ["1", "avx2", "AVX2", "AVX2", "Haswell"]
+    ci = (PROJECT_ROOT / ".ci" / "run").read_text().splitlines()
+    steps = [line.split("#")[0].strip() for line in ci]
+    assert steps.index("source scripts/ci_env.sh") < steps.index("exec ./run_tests.sh")
