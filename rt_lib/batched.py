@@ -147,10 +147,9 @@ def train_batched(models: Sequence[nn.Module], task: Task,
         if due(step + 1) or step + 1 == cfg.steps:
             for i, bad in enumerate(first_bad.tolist()):
                 if bad:
-                    raise NonFiniteLossError(
-                        f"{task.name}, seed {cfgs[i].seed} of {n} stacked: the training loss is "
-                        f"not finite (inf or NaN) at step {bad} of {cfg.steps} (lr {cfg.lr:g}, "
-                        f"weight decay {cfg.weight_decay:g})")
+                    raise NonFiniteLossError.of(
+                        f"{task.name}, seed {cfgs[i].seed} of {n} stacked",
+                        f"the training loss is not finite (inf or NaN) at step {bad}", cfg)
         if due(step + 1):
             for i in range(n):
                 row = {"step": step + 1, "lr": lr_now, "train_loss": float(losses[i])}

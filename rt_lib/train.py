@@ -188,6 +188,12 @@ def evaluate(model: nn.Module, task: Task, batch_size: int = 8192,
 class NonFiniteLossError(FloatingPointError):
     """Training met an infinite or NaN loss: the run stops, naming itself and the step."""
 
+    @classmethod
+    def of(cls, run: str, what: str, cfg: TrainConfig, kept: str = "") -> NonFiniteLossError:
+        """``run: what of <steps> (lr, weight decay)kept``, the one wording for every loop."""
+        return cls(f"{run}: {what} of {cfg.steps} (lr {cfg.lr:g}, weight decay "
+                   f"{cfg.weight_decay:g}){kept}")
+
 
 def train_step(model: nn.Module, task: Task, optimizer: torch.optim.Optimizer, x: torch.Tensor,
                y: torch.Tensor, cfg: TrainConfig,
@@ -309,8 +315,7 @@ def _train(model: nn.Module, task: Task, cfg: TrainConfig,
             what = f"the weights are not finite (inf or NaN) after step {done}"
         if what:
             kept = f"; {ckpt} keeps the last step saved before it" if ckpt and ckpt.exists() else ""
-            raise NonFiniteLossError(f"{desc or task.name}: {what} of {cfg.steps} (lr "
-                                     f"{cfg.lr:g}, weight decay {cfg.weight_decay:g}){kept}")
+            raise NonFiniteLossError.of(desc or task.name, what, cfg, kept)
 
     due = eval_due(cfg)
     snapshots = set(cfg.snapshot_steps)

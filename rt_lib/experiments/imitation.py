@@ -103,9 +103,9 @@ def run(params: ImitationParams) -> GridResult:
         grid = train_grid(task, params)
         df = grid.metrics.rename(columns={"width": "imitator_width"})
         df.insert(0, "target_width", tw)
-        df["baseline_kl"] = task.baseline_kl()
+        df["baseline_kl"] = baseline = task.baseline_kl()
         frames.append(df)
-        histories |= {(tw, *key): h.assign(kl_ratio=h["test_kl"] / task.baseline_kl())
+        histories |= {(tw, *key): h.assign(kl_ratio=h["test_kl"] / baseline)
                       for key, h in grid.histories.items()}
     out = pd.concat(frames, ignore_index=True)
     out["kl_ratio"] = out["test_kl"] / out["baseline_kl"]
