@@ -34,26 +34,29 @@ def _notebook(path, code):
 
 
 def _stamp(name, stamps, wait_for=None, fail=False):
-    """Cell code that records when it started and ended; with ``wait_for``, it ends only once
-    that notebook's stamp exists (a timeout error after 5 minutes: it never ran alongside)."""
+    """Cell code that records when it started (``<name>.started``, written first) and ended;
+    with ``wait_for``, it ends only once that notebook has started (a timeout error after 5
+    minutes: it never ran alongside)."""
+    started = f"pathlib.Path({str(stamps / (name + '.started'))!r}).write_text(str(t0))\n"
     wait = "" if wait_for is None else (
-        f"while not pathlib.Path({str(stamps / wait_for)!r}).exists():\n"
+        f"while not pathlib.Path({str(stamps / (wait_for + '.started'))!r}).exists():\n"
         f"    assert time.time() < t0 + 300, '{wait_for} never ran beside {name}'\n"
         "    time.sleep(0.05)\n")
-    return ("import time, pathlib\nt0 = time.time()\n" + wait
+    return ("import time, pathlib\nt0 = time.time()\n" + started + wait
             + ("raise RuntimeError('boom')\n" if fail else "")
             + f"pathlib.Path({str(stamps / name)!r}).write_text(f'{{t0}} {{time.time()}}')\n")
 
 
 @pytest.fixture
 def three_jobs(tmp_path, monkeypatch):
-    """a and c run at once (a ends only after c has run); b reads a's results."""
+    """a and c each end only once the other has started, so they finish only if the runner runs
+    them at the same time (however slowly either kernel starts); b reads a's results."""
     stamps = tmp_path / "stamps"
     stamps.mkdir()
 
     def make(fail_a=False):
         jobs = []
-        for name, wait_for in (("a", "c"), ("b", None), ("c", None)):
+        for name, wait_for in (("a", "c"), ("b", None), ("c", "a")):
             nb = _notebook(tmp_path / f"{name}.ipynb",
                            _stamp(name, stamps, wait_for, fail=fail_a and name == "a"))
             jobs.append(runner.Job(name, nb, {}, tmp_path / "results" / name))
@@ -76,7 +79,7 @@ def test_parallel_run_respects_what_a_notebook_reads(three_jobs):
     assert all(path.exists() for path in outputs.values())
     a, b, c = (_times(stamps, n) for n in "abc")
     assert b[0] >= a[1]  # b started after a finished
-    assert a[0] < c[1] <= a[1]  # c ran while a was running: two at a time
+    assert a[0] < c[1] and c[0] < a[1]  # a and c overlapped: two at a time
 
 
 def test_a_failed_notebook_is_kept_and_its_readers_skipped(three_jobs):
