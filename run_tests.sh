@@ -13,6 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 ./scripts/setup.sh
 ./scripts/setup_browser.sh  # Debian's chromium for the JupyterLab widget test, where it can
+./scripts/slurm_local.sh install  # Debian's Slurm for tests/test_slurm.py's one-node cluster, where it can
 .venv/bin/python -c "import torch; print('CPU kernels of this machine:', torch.backends.cpu.get_cpu_capability())"
 source scripts/kernel_env.sh  # the same CPU kernels as the recorded notebooks
 source scripts/data_env.sh  # RT_TINYSTORIES: the TinyStories text (notebook 08)

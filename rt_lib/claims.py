@@ -31,6 +31,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from rt_lib.io import damaged, read_csv_result, save_csv
 from rt_lib.verdicts import FAILS, HOLDS, NOT_CHECKED, NOT_SHOWN, STATUSES, Verdict
 
 FILENAME = "claims.csv"
@@ -120,8 +121,6 @@ class Claims:
         if any(c.id == claim.id for c in self.claims):
             raise ValueError(f"claim {claim.id!r} recorded twice")
         self.claims.append(claim)
-        from rt_lib.io import save_csv  # io imports nothing of ours: no cycle, kept lazy
-
         save_csv(pd.DataFrame([asdict(c) for c in self.claims], columns=COLUMNS), self.path)
         print(claim)
         return claim
@@ -199,24 +198,22 @@ class Claims:
 
 def read(folder: Path) -> pd.DataFrame | None:
     """A run's ``claims.csv`` with a ``status`` and an ``own`` column (a file written before
-    statuses: from its holds / expected columns); None if it has none; a malformed file is
-    refused naming it."""
+    statuses: from its holds / expected columns); None if it has none; a file cut short or
+    malformed raises :class:`~rt_lib.io.DamagedFileError` naming it and the notebook to rerun."""
     path = Path(folder) / FILENAME
     if not path.exists():
         return None
-    try:
-        table = pd.read_csv(path, keep_default_na=False)
-        if "status" not in table:  # written before statuses (holds, expected)
-            holds = _flag(table, "holds", False)
-            expected = _flag(table, "expected", True)
-            table["status"] = [HOLDS if h else FAILS if e else NOT_SHOWN
-                               for h, e in zip(holds, expected)]
-            table["measured"] = table.get("ours", "")
-        table["own"] = _flag(table, "own", False)
-        if not set(table["status"]) <= set(STATUSES) or "id" not in table:
-            raise ValueError(f"statuses {sorted(set(table['status']) - set(STATUSES))}")
-    except (pd.errors.ParserError, ValueError, KeyError) as err:
-        raise ValueError(f"{path}: malformed claims file ({err}); rerun its notebook") from None
+    table = read_csv_result(path, ["id"], keep_default_na=False)
+    if "status" not in table:  # written before statuses (holds, expected)
+        holds = _flag(table, "holds", False)
+        expected = _flag(table, "expected", True)
+        table["status"] = [HOLDS if h else FAILS if e else NOT_SHOWN
+                           for h, e in zip(holds, expected)]
+        table["measured"] = table.get("ours", "")
+    table["own"] = _flag(table, "own", False)
+    unknown = set(table["status"]) - set(STATUSES)
+    if unknown:
+        raise damaged(path, f"unknown statuses {sorted(unknown)}")
     return table
 
 

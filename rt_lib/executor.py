@@ -206,15 +206,101 @@ def run_jobs(jobs: Sequence[Job], store: str | Path, config: ExecutorConfig | No
         poll = config.poll_s if config.poll_s is not None else (0.5 if config.kind == "local" else 30)
         per_job = config.runs_per_job or (
             max(1, -(-len(todo) // (2 * at_once))) if config.kind == "local" else 1)
-        failures = _submit_and_wait(executor, packs(todo, per_job), store, at_once, poll, name)
+        failures = _submit_and_wait(executor, packs(todo, per_job), store, at_once, poll, name,
+                                    on_slurm=config.kind == "slurm")
         if failures:
             raise JobsFailed(f"{name}: {len(failures)} of {len(todo)} job(s) stored no result "
                              "(a rerun resubmits only these):\n  " + "\n  ".join(failures))
     return [load_torch(result_path(store, key))["result"] for key in keys]
 
 
+# Slurm states of a job that has ended (squeue's long names): one that ended so without storing
+# a result was cancelled, timed out, ran out of memory or lost its node
+SLURM_ENDED = frozenset({"BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL",
+                         "OUT_OF_MEMORY", "PREEMPTED", "REVOKED", "TIMEOUT"})
+
+
+def _expand_slurm_ids(listed: str) -> list[str]:
+    """``squeue``'s job id column as array task ids: ``12_3`` stays, pending tasks listed
+    together (``12_[4-6,9%64]``) become ``12_4, 12_5, 12_6, 12_9``."""
+    if "_[" not in listed:
+        return [listed]
+    main, rest = listed.split("_[", 1)
+    ids = []
+    for part in rest.rstrip("]").split("%")[0].split(","):
+        first, _, last = part.partition("-")
+        ids += [f"{main}_{i}" for i in range(int(first), int(last or first) + 1)]
+    return ids
+
+
+def slurm_states(job_ids: Sequence[str]) -> dict[str, str] | None:
+    """Each job's state as ``squeue`` lists it (also for a while after it ended, Slurm's
+    ``MinJobAge``); ids it no longer lists are absent.  None when ``squeue`` cannot be asked.
+    ``squeue`` rather than submitit's ``sacct``: it needs no accounting database (many clusters,
+    and scripts/slurm_local.sh's, run without one, and sacct then knows nothing), and submitit
+    asks sacct only every few minutes, so a cancelled job would otherwise go unseen for long."""
+    import subprocess
+
+    mains = sorted({job_id.split("_")[0] for job_id in job_ids})
+    if not mains:
+        return {}
+    try:
+        out = subprocess.run(["squeue", "--noheader", "--states=all", "--format=%i|%T",
+                              f"--jobs={','.join(mains)}"], capture_output=True, text=True,
+                             timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        # squeue refuses a list whose every job has left it ("Invalid job id specified")
+        return {} if "Invalid job id" in out.stderr else None
+    states: dict[str, str] = {}
+    for line in out.stdout.splitlines():
+        listed, _, state = line.strip().partition("|")
+        for job_id in _expand_slurm_ids(listed):
+            states[job_id] = state.split()[0] if state else "UNKNOWN"
+    return states
+
+
+def _done(sub, on_slurm: bool) -> bool:
+    """Whether submitit's job ``sub`` has left its result (or its error) file.  On Slurm only
+    the file is looked at: submitit's ``done()`` would also ask ``sacct``, which fails (loudly,
+    at every poll) where accounting is off; :func:`_ended_without_result` asks ``squeue``."""
+    return sub.paths.result_pickle.exists() if on_slurm else sub.done()
+
+
+def _why(err: Exception) -> str:
+    """The line of submitit's error that says why a job failed: the job's own exception (the
+    last line of the traceback between submitit's dashed rules), else the message's last line."""
+    text = str(err)
+    parts = text.split("-" * 22)
+    body = parts[1] if len(parts) >= 3 else text
+    lines = [ln.strip() for ln in body.splitlines() if ln.strip()]
+    return lines[-1] if lines else type(err).__name__
+
+
+def _ended_without_result(pending: dict, seen_ended: dict) -> dict:
+    """Slurm jobs of ``pending`` that have ended without a result file (those with one are
+    ``done()``), with the state they ended in.  A job must be seen ended on two polls in a row:
+    on a shared file system its result may reach this machine a moment after Slurm says
+    COMPLETED."""
+    waiting = [sub for sub in pending if not _done(sub, True)]
+    states = slurm_states([sub.job_id for sub in waiting])
+    if states is None:  # squeue unreachable this time: ask again next poll
+        return {}
+    ended = {}
+    for sub in waiting:
+        state = states.get(sub.job_id, "gone from the queue")
+        if state in SLURM_ENDED or state == "gone from the queue":
+            seen_ended[sub] = seen_ended.get(sub, 0) + 1
+            if seen_ended[sub] >= 2 and not _done(sub, True):
+                ended[sub] = state
+        else:
+            seen_ended.pop(sub, None)
+    return ended
+
+
 def _submit_and_wait(executor, todo: list[list[Job]], store: Path, at_once: int, poll: float,
-                     name: str) -> list[str]:
+                     name: str, on_slurm: bool = False) -> list[str]:
     """Submit the jobs ``todo`` (each a list of runs), at most ``at_once`` running (a new one as
     soon as one ends), and wait; returns a line per run that stored no result."""
     queue, pending = list(todo), {}
@@ -226,28 +312,33 @@ def _submit_and_wait(executor, todo: list[list[Job]], store: Path, at_once: int,
         pending.update(zip(subs, jobs))
 
     failures: list[str] = []
+    seen_ended: dict = {}
     try:
         while queue or pending:
             if queue and len(pending) < at_once:
                 free = at_once - len(pending)
                 submit(queue[:free])
                 del queue[:free]
-            for sub in [s for s in pending if s.done()]:
+            # ended without a result file (cancelled, timed out, node lost): submitit would wait
+            killed = _ended_without_result(pending, seen_ended) if on_slurm else {}
+            for sub in [s for s in pending if s in killed or _done(s, on_slurm)]:
                 runs = pending.pop(sub)
                 reason = ""
-                try:
-                    sub.result()
-                except Exception as err:  # killed, timed out, raised: named, then reported
-                    # submitit's message ends with the job's own exception: that line says why
-                    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
-                    reason = lines[-1] if lines else type(err).__name__
+                if sub in killed:
+                    reason = f"Slurm ended it as {killed[sub]} before it stored a result"
+                else:
+                    try:
+                        sub.result()
+                    except Exception as err:  # killed, timed out, raised: named, then reported
+                        reason = _why(err)
                 for run in runs:
                     if is_stored(store, run.key):
                         print(f"{name}: {run.key} done (job {sub.job_id})", flush=True)
                     else:
+                        log = (f"log {sub.paths.stderr}" if sub.paths.stderr.exists()
+                               else "no log: it never started")
                         failures.append(f"{run.key}: job {sub.job_id} failed "
-                                        f"({(reason or 'no result stored')[:200]}); "
-                                        f"log {sub.paths.stderr}")
+                                        f"({(reason or 'no result stored')[:200]}); {log}")
             if queue or pending:
                 time.sleep(poll)
     except BaseException:  # interrupted: no job keeps running unseen

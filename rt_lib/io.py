@@ -1,19 +1,28 @@
-"""Paths anchored on the package and atomic writes of results.
+"""Paths anchored on the package, atomic writes of results, and checked reads of them.
 
 Every file under ``results/`` is written to a temporary file in the same folder and renamed into
-place, so an interrupted run leaves either the old file or the new one, never half of one.
+place, so an interrupted run leaves either the old file or the new one, never half of one.  A
+write that fails (a full disk, a read-only or protected folder) raises :class:`WriteFailedError`
+naming the file and the cause, with the previous version of the file as it was and no temporary
+left.  A notebook's result that another notebook reads goes through :func:`read_result` (or
+:func:`read_csv_result`, :func:`read_yaml_result`): a file cut short or malformed raises
+:class:`DamagedFileError` naming it and the ``./run_all.sh`` command that writes it again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import csv
+import errno
 import hashlib
+import io
 import json
 import os
+import re
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -69,23 +78,77 @@ def results_dir(name: str, create: bool = True) -> Path:
     return path
 
 
+def shown(path: str | Path) -> str:
+    """``path`` as an error shows it: relative to the project when inside it
+    (``results/01_modular_addition/metrics.csv``), else as given."""
+    path = Path(path)
+    with contextlib.suppress(ValueError):
+        return str(path.resolve().relative_to(PROJECT_ROOT))
+    return str(path)
+
+
+#: errno of a write the storage refused -> (the cause, in an error's words; what to do about it)
+_FREE = "free some space"
+_WRITABLE = "make the folder writable (or point RT_RESULTS at one that is)"
+STORAGE_FAULTS = {
+    errno.ENOSPC: ("no space left on device", _FREE),
+    errno.EDQUOT: ("disk quota exceeded", _FREE),
+    errno.EFBIG: ("file too large for the file system or this process's limit", _FREE),
+    errno.EROFS: ("read-only file system", _WRITABLE),
+    errno.EACCES: ("permission denied", _WRITABLE),
+    errno.EPERM: ("operation not permitted", _WRITABLE),
+}
+
+
+class WriteFailedError(OSError):
+    """A file the storage refused to write (full disk, quota, read-only or protected folder).
+
+    Its message names the file and the cause; the file's previous version, if any, is left as
+    it was and no temporary file stays beside it.  An :class:`OSError` with the original errno,
+    so handlers of OSError still see it."""
+
+    def __init__(self, err: OSError, path: Path) -> None:
+        cause, remedy = STORAGE_FAULTS[err.errno]
+        message = (f"{cause} while writing {shown(path)}: its previous version, if any, is "
+                   f"left as it was; {remedy}, then run again (./run_all.sh reruns only what did "
+                   "not finish)")
+        super().__init__(err.errno, message, str(path))
+
+    def __str__(self) -> str:  # the message alone, without OSError's "[Errno 28] ...: 'path'"
+        return self.strerror
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it onto ``path`` only if the block succeeds."""
+    """Yield a temporary path beside ``path``; rename it onto ``path`` only if the block succeeds.
+
+    A write the storage refuses (creating the temporary, writing it, renaming it) raises
+    :class:`WriteFailedError`; the temporary is removed in any case."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp" + path.suffix,
-                               dir=path.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp_path, 0o666 & ~umask)  # mkstemp makes 0600 files; results are for everyone
+    tmp_path = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp" + path.suffix,
+                                   dir=path.parent)
+        os.close(fd)
+        tmp_path = Path(tmp)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp_path, 0o666 & ~umask)  # mkstemp makes 0600 files; results are for everyone
         yield tmp_path
         os.replace(tmp_path, path)
+    except OSError as err:
+        # Already named (a write nested inside this one, e.g. a checkpoint's .sha256), or not the
+        # storage's refusal (e.g. a notebook's own OSError inside the runner's write): as it is.
+        if isinstance(err, WriteFailedError) or err.errno not in STORAGE_FAULTS:
+            raise
+        raise WriteFailedError(err, path) from err
     finally:
-        tmp_path.unlink(missing_ok=True)
+        # A folder gone read-only mid-write cannot take the unlink either: the next
+        # ./run_all.sh removes what is left (runner.remove_unfinished).
+        if tmp_path is not None:
+            with contextlib.suppress(OSError):
+                tmp_path.unlink(missing_ok=True)
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
@@ -147,13 +210,23 @@ def checksum_path(path: str | Path) -> Path:
 
 def atomic_save_torch(obj: Any, path: str | Path) -> Path:
     """``torch.save`` atomically, and the file's sha256 beside it (``<path>.sha256``), which
-    :func:`load_torch` checks: a checkpoint damaged on disk is detected, never silently used."""
+    :func:`load_torch` checks: a checkpoint damaged on disk is detected, never silently used.
+
+    Serialised in memory first: torch's own file writer turns a full disk into a RuntimeError
+    without the cause (and names its archive after the random temporary file, so the same
+    object gave other bytes on every save); Python's write raises the OSError itself.  Both
+    files are complete before either is renamed into place: a write that fails leaves the
+    previous checkpoint and its sha256 as they were, a pair that still loads."""
     import torch
 
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    data = buffer.getbuffer()
     with atomic_path(path) as tmp:
-        torch.save(obj, tmp)
-        digest = sha256_file(tmp)
-    atomic_write_text(checksum_path(path), digest + "\n")
+        # written before the .sha256's write begins: a failure here is named as the .pt's
+        tmp.write_bytes(data)
+        with atomic_path(checksum_path(path)) as tmp_sum:
+            tmp_sum.write_text(hashlib.sha256(data).hexdigest() + "\n")
     return Path(path)
 
 
@@ -169,3 +242,132 @@ def load_torch(path: str | Path, map_location: Any = "cpu") -> Any:
     if sha256_file(path) != recorded.read_text().strip():
         raise CorruptFileError(f"{path}: contents do not match the sha256 recorded when saved")
     return torch.load(path, map_location=map_location, weights_only=False)
+
+
+class DamagedFileError(CorruptFileError):
+    """A result that cannot be read as it was written (cut short, malformed, failing its
+    sha256): the message names the file and the ``./run_all.sh`` command that writes it again."""
+
+
+_NOTEBOOK_FOLDER = re.compile(r"\d\d_")
+
+
+def rerun_command(path: str | Path, notebook: str | None = None) -> str:
+    """The ``./run_all.sh`` command that writes ``path`` again: the notebook whose results
+    folder (``[<profile>/]NN_name[+changes]/``) holds it, in that profile, with ``--force``
+    (``notebook``: the one that writes it, for a file outside the results folders)."""
+    from rt_lib.experiments.registry import (DEFAULT_PROFILE, PROFILE_ENV, available_profiles,
+                                             base_profile)
+
+    path = Path(path).absolute()
+    folder = next((p for p in path.parents if _NOTEBOOK_FOLDER.match(p.name)), None)
+    # The profile is the folder above the notebook's when it names one (results/paper/01_x,
+    # as ./run_all.sh --list reads them); else the one this process runs ($RT_PROFILE: a
+    # notebook the runner started has results/paper itself as its results root), else the CPU's.
+    above = folder.parent.name if folder is not None else ""
+    if base_profile(above) in available_profiles() and above != DEFAULT_PROFILE:
+        profile = above
+    else:
+        profile = os.environ.get(PROFILE_ENV, DEFAULT_PROFILE)
+    if folder is None:
+        command = f"./run_all.sh --only {notebook[:2]} --force" if notebook else (
+            "./run_all.sh --force (the notebook that wrote it)")
+        return command + _profile_options(profile)
+    command = f"./run_all.sh --only {folder.name[:2]} --force" + _profile_options(profile)
+    if "+" in folder.name:  # an exploration run: its folder is named after its changes
+        command += (f" with the --set of that run ({folder.name}/parameters.yaml lists its "
+                    "changes)")
+    return command
+
+
+def _profile_options(profile: str) -> str:
+    """``./run_all.sh``'s options that select ``profile`` ("" for the CPU profile)."""
+    from rt_lib.experiments.registry import DEFAULT_PROFILE, base_profile, is_smoke
+
+    if base_profile(profile) == DEFAULT_PROFILE:
+        return ""
+    return f" --profile {base_profile(profile)}" + (" --smoke" if is_smoke(profile) else "")
+
+
+def damaged(path: str | Path, cause: object, first: str = "",
+            notebook: str | None = None) -> DamagedFileError:
+    """The error for a result that cannot be read: ``<file> is damaged (<cause>); [<first>]rerun
+    <command>`` (``first``: what to do before, e.g. move a database aside; ``notebook``: see
+    :func:`rerun_command`)."""
+    cause = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+    return DamagedFileError(f"{shown(path)} is damaged ({cause}); {first}rerun "
+                            f"{rerun_command(path, notebook)}")
+
+
+T = TypeVar("T")
+
+#: What a reader raises on bytes it cannot make sense of (a parse error of a format, a pickle or
+#: zip cut short, a tensor of the wrong shape): the file is damaged, not the code that reads it.
+PARSE_ERRORS: tuple[type[BaseException], ...] = (ValueError, KeyError, TypeError, EOFError,
+                                                  RuntimeError)
+
+
+def read_result(path: str | Path, read: Callable[[Path], T]) -> T:
+    """``read(path)`` for a file another notebook wrote; bytes it cannot read (and a checkpoint
+    failing its sha256, :func:`load_torch`) raise :class:`DamagedFileError` naming the file and
+    the notebook to rerun.  A missing file is the caller's to report (what to run first)."""
+    import pickle
+    import zipfile
+
+    path = Path(path)
+    try:
+        return read(path)
+    except (DamagedFileError, FileNotFoundError, PermissionError):
+        raise  # named already; or no damage to the bytes (what to run first, who may read)
+    except (*PARSE_ERRORS, OSError, pickle.UnpicklingError, zipfile.BadZipFile) as err:
+        # OSError too: torch's zip reader refuses a file cut short with EINVAL
+        # load_torch's own errors start with the path, which the message names already
+        raise damaged(path, str(err).removeprefix(f"{path}: ") or type(err).__name__) from err
+
+
+def _csv_table(path: Path, columns: Sequence[str], **read_csv: Any) -> Any:
+    import pandas as pd
+
+    raw = path.read_bytes()
+    if not raw.strip():
+        raise ValueError("empty")
+    if not raw.endswith(b"\n"):  # save_csv ends every row with one: a file without was cut short
+        raise ValueError("cut short: its last line is incomplete")
+    # pandas fills a row with too few fields with NaN; a file written whole has none such
+    rows = list(csv.reader(io.StringIO(raw.decode("utf-8"))))
+    short = next((i for i, row in enumerate(rows) if len(row) != len(rows[0])), None)
+    if short is not None:
+        raise ValueError(f"line {short + 1} has {len(rows[short])} fields, the header "
+                         f"{len(rows[0])}")
+    table = pd.read_csv(path, **read_csv)
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise ValueError(f"no column {', '.join(missing)}")
+    return table
+
+
+def read_csv_result(path: str | Path, columns: Sequence[str] = (), **read_csv: Any) -> Any:
+    """A table :func:`save_csv` wrote (a DataFrame, ``read_csv`` passed to pandas), checked
+    whole: it ends with its newline, every row has as many fields as the header, ``columns``
+    are there; else :class:`DamagedFileError`."""
+    return read_result(path, lambda p: _csv_table(p, columns, **read_csv))
+
+
+def _yaml_mapping(path: Path) -> dict:
+    import yaml
+
+    try:
+        record = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise ValueError(f"not YAML: {str(err).splitlines()[0]}") from err
+    if record is None:
+        return {}
+    if not isinstance(record, dict):
+        raise ValueError(f"a {type(record).__name__}, not a mapping")
+    return record
+
+
+def read_yaml_result(path: str | Path) -> dict:
+    """A YAML mapping a notebook wrote (``parameters.yaml``); an empty file is ``{}``, anything
+    else but a mapping :class:`DamagedFileError`."""
+    return read_result(path, _yaml_mapping)

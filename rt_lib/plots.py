@@ -363,6 +363,10 @@ def plot_singular_vectors(ax: Axes, embedding: np.ndarray, n: int = 4, title: st
     """miiii Figure 9: the top left singular vectors of W_E [p, d] over the digit tokens (periodic
     curves when the embedding is a Fourier lookup table)."""
     u, s, _ = np.linalg.svd(np.asarray(embedding) - np.asarray(embedding).mean(0), full_matrices=False)
+    # SVD signs are arbitrary (another LAPACK may flip a curve): largest-magnitude entry positive,
+    # as rt_lib.analysis.pca does for its components
+    signs = np.sign(u[np.abs(u).argmax(0), np.arange(u.shape[1])])
+    u = u * np.where(signs == 0, 1, signs)[None, :]
     for i in range(min(n, u.shape[1])):
         ax.plot(u[:, i] + 0.0, lw=1.2, label=f"u{i + 1} (s = {s[i]:.1f})")
     ax.set_xlabel("digit token")

@@ -58,7 +58,8 @@ from rt_lib.experiments.registry import (CONFIGS, DEFAULT_PROFILE, PROFILE_ENV, 
                                          Experiment, available_profiles, base_profile,
                                          folder_name, is_smoke, registry, runs)
 from rt_lib.executor import KINDS, ExecutorConfig, load_config, to_env
-from rt_lib.io import FOLDERS_ENV, PROJECT_ROOT, RESUME, atomic_path, env_threads
+from rt_lib.io import (FOLDERS_ENV, PROJECT_ROOT, RESUME, DamagedFileError, WriteFailedError,
+                       atomic_path, env_threads)
 from rt_lib.manifest import Manifest, content_key, is_temporary
 from rt_lib.site import SITE
 
@@ -506,17 +507,39 @@ def run_jobs(jobs: list[Job], outputs: dict[str, Path], n_jobs: int, log_output:
     return out
 
 
+LOCK = ".run_all.lock"
+
+
 @contextlib.contextmanager
 def exclusive(root: Path) -> Iterator[None]:
-    """One ``run_all.sh`` per results root at a time (an advisory lock, released on any exit)."""
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / ".run_all.lock", "w") as lock:
+    """One ``run_all.sh`` per results root at a time.
+
+    The lock is ``flock`` on ``<root>/.run_all.lock``: taking it is one atomic call, so of two
+    runs started at the same instant exactly one gets it (a check for the file, then creating
+    it, would let both through), and the OS releases it when its process ends however it ends
+    (a lock file a killed run left is no lock).  The file is opened without truncating it and
+    the winner writes its pid there, so the one refused can say which run holds it."""
+    path = root / LOCK
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as err:
+        raise RunError(f"cannot take the lock {path} ({err.strerror}): the results folder "
+                       f"{root} must be writable (or point RT_RESULTS at one that is)") from None
+    with os.fdopen(fd, "r+") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise RunError(f"another ./run_all.sh is writing to {root}; "
-                           "wait for it or stop it") from None
-        yield
+            holder = lock.read().strip()
+            raise RunError(f"another ./run_all.sh{f' (pid {holder})' if holder else ''} is "
+                           f"writing to {root} (it holds {path}); wait for it or stop it") from None
+        lock.truncate(0)
+        lock.write(f"{os.getpid()}\n")
+        lock.flush()
+        try:
+            yield
+        finally:
+            lock.truncate(0)  # released: no pid left to name (one killed leaves its own)
 
 
 def remove_unfinished(folders: list[Path]) -> list[Path]:
@@ -535,7 +558,11 @@ def remove_unfinished(folders: list[Path]) -> list[Path]:
 def report_claims(folders: dict[str, Path]) -> None:
     """The closing summary: the four counts (holds, fails, not shown, not checked) over the
     papers' claims recorded by the runs given, ours apart, and a line per claim not holding."""
-    got = claims.summary(folders)
+    try:
+        got = claims.summary(folders)
+    except DamagedFileError as err:  # the results stand; the summary cannot be made
+        print(f"run_all.sh: warning: no claims summary: {err}", file=sys.stderr, flush=True)
+        return
     n_papers, n_ours = sum(got.papers.values()), sum(got.ours.values())
     if not n_papers + n_ours:
         return
@@ -577,19 +604,26 @@ def _memory_bytes() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def list_runs() -> None:
-    """--list: notebooks, profiles, and every run folder under the results roots."""
+def list_runs() -> int:
+    """--list: notebooks, profiles, and every run folder under the results roots; returns how
+    many runs have a damaged record (each listed with the file and the notebook to rerun)."""
     print("notebooks:", ", ".join(available_notebooks()))
     print("profiles: ", ", ".join(available_profiles()))
     base = Path(os.environ.get("RT_RESULTS", PROJECT_ROOT / "results"))
+    n_damaged = 0
     for profile in available_profiles():
         root = base if profile == DEFAULT_PROFILE else base / profile
         found = runs(root) if root.is_dir() else []
         print(f"runs of the {profile} profile ({root}): {len(found) or 'none'}")
         for run in found:
             kind = "exploration" if run["exploration"] else "profile"
+            if run["damaged"]:
+                n_damaged += 1
+                print(f"  {run['folder']:<44} {kind}, DAMAGED: {run['damaged']}")
+                continue
             claim = f", claims held {run['claims']}" if run["claims"] else ""
             print(f"  {run['folder']:<44} {kind}{claim}")
+    return n_damaged
 
 
 def build_site_of(root: Path, profile: str, executed: dict[str, Path]) -> None:
@@ -647,7 +681,10 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         if args.list:
-            list_runs()
+            if list_runs():
+                print("run_all.sh: error: runs with damaged records are listed above, each with "
+                      "the command that writes it again", file=sys.stderr)
+                return 1
             return 0
         sets = parse_sets(args.sets)
         executor = executor_config(args.executor, args.executor_config, sets)
@@ -708,6 +745,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("run_all.sh: interrupted; run it again to finish what is left", file=sys.stderr)
         return 130
+    except WriteFailedError as err:  # the manifest: what finished is on disk, recorded or not
+        print(f"run_all.sh: error: {err}", file=sys.stderr)
+        return 1
     timings, failures = outcome.done, outcome.failed
     by_name = {job.name: job for job in jobs}
     if outcome.skipped:

@@ -13,6 +13,7 @@ The task itself (windows of the token stream, next-token targets) is
 from __future__ import annotations
 
 import hashlib
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,7 +21,7 @@ import torch
 from torch import Tensor, nn
 
 from rt_lib.data import SEPARATOR
-from rt_lib.io import atomic_write_text, results_dir
+from rt_lib.io import atomic_write_text, results_dir, shown
 from rt_lib.model import eval_mode
 
 MIN_VOCAB = 257  # the 256 byte symbols of a byte-level BPE plus the end-of-text token
@@ -93,11 +94,20 @@ def text_fingerprint(texts: Sequence[str]) -> str:
 def cached_tokenizer(texts: Sequence[str], vocab_size: int,
                      cache_dir: str | Path | None = None) -> BPETokenizer:
     """The tokenizer for ``texts`` at ``vocab_size``: loaded from ``cache_dir`` (default
-    ``results/tokenizers``) when trained before on exactly these texts, else trained and saved."""
+    ``results/tokenizers``) when trained before on exactly these texts, else trained and saved
+    (also when the cached file is damaged: a warning names it)."""
     folder = Path(cache_dir) if cache_dir is not None else results_dir("tokenizers")
     path = folder / f"bpe_v{vocab_size}_{text_fingerprint(texts)}.json"
     if path.exists():
-        return BPETokenizer.load(path)
+        # A cache that does not load (cut short, edited) is trained again rather than named
+        # for a rerun: the texts are at hand, and training takes seconds at the CPU profile's
+        # size, minutes at the paper's, little beside the models trained with it.
+        try:
+            return BPETokenizer.load(path)
+        except Exception as err:  # noqa: BLE001 - tokenizers raises a bare Exception on bad JSON
+            problem = str(err).splitlines()[0] if str(err) else type(err).__name__
+        warnings.warn(f"{shown(path)} is damaged ({problem}): training the tokenizer again",
+                      stacklevel=2)
     tok = BPETokenizer.train(texts, vocab_size)
     folder.mkdir(parents=True, exist_ok=True)
     tok.save(path)

@@ -137,7 +137,7 @@ def test_a_declared_claim_is_not_shown_with_its_scale_and_an_exploration_records
 
 def test_a_malformed_claims_file_is_refused_naming_it_and_an_old_one_is_read(tmp_path):
     (tmp_path / "claims.csv").write_text("id,status\nx,maybe\n")
-    with pytest.raises(ValueError, match="claims.csv: malformed"):
+    with pytest.raises(ValueError, match=r"claims.csv is damaged \(unknown statuses \['maybe'\]\)"):
         claims_mod.read(tmp_path)
     (tmp_path / "claims.csv").write_text("id,source,paper,ours,holds,scale,expected\n"
                                          "a,s,p,o,True,,True\nb,s,p,o,False,w,False\n")

@@ -21,7 +21,7 @@ from torch import nn
 
 from rt_lib.batched import can_batch, train_batched
 from rt_lib.executor import Job, current as current_executor, run_jobs
-from rt_lib.io import RESUME, atomic_save_torch, load_torch, results_dir
+from rt_lib.io import RESUME, atomic_save_torch, load_torch, read_result, results_dir
 from rt_lib.model import LSTMConfig, TransformerConfig, build_model, count_params
 from rt_lib.params import Params, check_positive_ints
 from rt_lib.seeding import derive
@@ -393,9 +393,14 @@ def budget_status(history: pd.DataFrame, tail: float = 0.25, tolerance: float = 
             else "still improving")
 
 
-def load_checkpoint(path: str) -> nn.Module:
-    """Rebuild a model saved by :func:`train_grid` (config + weights)."""
-    state = load_torch(path)
-    model = build_model(state["config"], 0)
-    model.load_state_dict(state["state_dict"])
-    return model.eval()
+def load_checkpoint(path: str | Path) -> nn.Module:
+    """Rebuild a model saved by :func:`train_grid` (config + weights); a checkpoint that does
+    not load (damaged, or not a grid's) raises :class:`~rt_lib.io.DamagedFileError` naming it and
+    the notebook to rerun."""
+    def rebuild(path: Path) -> nn.Module:
+        state = load_torch(path)
+        model = build_model(state["config"], 0)
+        model.load_state_dict(state["state_dict"])
+        return model.eval()
+
+    return read_result(path, rebuild)

@@ -18,7 +18,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
-import yaml
 from torch import nn
 
 from rt_lib.claims import Claims
@@ -26,8 +25,8 @@ from rt_lib.experiments.registry import PARAMETERS_FILE, Experiment, current_pro
 from rt_lib.grokfast import Grokfast
 from rt_lib.executor import Job, current as current_executor, run_jobs
 from rt_lib.experiments.common import resume_dir
-from rt_lib.io import (PROJECT_ROOT, CorruptFileError, atomic_save_torch, folder_of, load_torch,
-                       results_dir, results_root)
+from rt_lib.io import (PROJECT_ROOT, CorruptFileError, atomic_save_torch, damaged, folder_of,
+                       load_torch, read_result, read_yaml_result, results_dir, results_root)
 from rt_lib.model import TransformerConfig, build_model, miiii_config
 from rt_lib.params import Params, plain
 from rt_lib.seeding import derive
@@ -338,13 +337,13 @@ def explored_train_params(train_params: dict[str, Any]) -> dict[str, Any]:
     if not path.is_file():
         raise FileNotFoundError(f"notebook 11's runs are read from {path.parent}, which holds no "
                                 f"{PARAMETERS_FILE}: run notebook 11 with those settings first")
-    record = yaml.safe_load(path.read_text())
+    record = read_yaml_result(path)
     profile = EXPERIMENT.profile_params(current_profile()).as_plain()
-    ran = record.get("parameters") if isinstance(record, dict) else None
-    if ran is None and isinstance(record, dict) and isinstance(record.get("changes"), dict):
+    ran = record.get("parameters")
+    if ran is None and isinstance(record.get("changes"), dict):
         ran = profile | record["changes"]
     if not isinstance(ran, dict):
-        raise ValueError(f"{path}: records no parameters of notebook 11; run notebook 11 again")
+        raise damaged(path, "it records no parameters of notebook 11")
     ran = {k: v for k, v in ran.items() if k in profile}
     own = {k: v for k, v in train_params.items() if k not in ran or k in MiiiiParams.NOT_IN_RUN}
     clash = {k: v for k, v in train_params.items()
@@ -388,11 +387,15 @@ def snapshot_models(r: MiiiiRun) -> dict[int, nn.Module]:
                    key=lambda f: int(f.stem.split("_")[1]))
     if not paths:
         raise FileNotFoundError(f"no weight snapshots in {r.folder / 'snapshots'}")
-    for path in paths:
+    def rebuild(path: Path) -> tuple[int, nn.Module]:
         state = load_torch(path)
         model = build_model(cfg, 0)
         model.load_state_dict(state["state_dict"])
-        out[int(state["step"])] = model.eval()
+        return int(state["step"]), model.eval()
+
+    for path in paths:  # a damaged snapshot names itself and notebook 11, which writes it
+        step, model = read_result(path, rebuild)
+        out[step] = model
     return out
 
 

@@ -20,6 +20,7 @@ import json
 import os
 import time
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, ClassVar
 
 import optuna
@@ -31,7 +32,7 @@ from rt_lib.executor import Job, current as current_executor, run_jobs
 from rt_lib.experiments.common import resume_dir
 from rt_lib.experiments.miiii import MiiiiParams
 from rt_lib.experiments.registry import Experiment
-from rt_lib.io import results_dir
+from rt_lib.io import damaged, results_dir
 from rt_lib.params import Params
 from rt_lib.train import train
 from rt_lib.verdicts import bool_verdict
@@ -122,6 +123,22 @@ class SearchParams(Params):
                                                              "dropout_zero": False}))
 
 
+def _is_damaged(err: BaseException) -> bool:
+    """Whether opening a study failed on the bytes of its file: SQLite's "file is not a
+    database" or "database disk image is malformed" (a plain DatabaseError: a locked database
+    or a schema race is one of its subclasses), or a journal line that is not JSON."""
+    return type(err) is sqlalchemy.exc.DatabaseError or isinstance(err, json.JSONDecodeError)
+
+
+def storage_file(url: str) -> Path | None:
+    """The file a storage URL keeps its studies in (SQLite, journal); None for a server's."""
+    if url.startswith(JOURNAL):
+        return Path(url.removeprefix(JOURNAL))
+    if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
+        return Path(url.removeprefix("sqlite:///"))
+    return None
+
+
 def _storage(url: str, attempts: int = 10) -> optuna.storages.BaseStorage:
     if url.startswith(JOURNAL):  # a file on a shared file system: no database server needed
         from optuna.storages.journal import JournalFileBackend
@@ -132,21 +149,33 @@ def _storage(url: str, attempts: int = 10) -> optuna.storages.BaseStorage:
     for attempt in range(attempts):
         try:
             return optuna.storages.RDBStorage(url, engine_kwargs=kwargs)
-        except sqlalchemy.exc.SQLAlchemyError:
+        except sqlalchemy.exc.SQLAlchemyError as err:
             # Workers that start together race to create the schema; the loser finds it made.
-            if attempt == attempts - 1:
+            # A damaged file stays damaged: no use waiting for it.
+            if attempt == attempts - 1 or _is_damaged(err):
                 raise
             time.sleep(0.2 * (attempt + 1))
     raise AssertionError("unreachable")
 
 
 def open_study(params: SearchParams, worker: int = 0) -> optuna.Study:
-    """Create or join the study; refuses one made with another space, objective or settings."""
+    """Create or join the study; refuses one made with another space, objective or settings,
+    and a storage file that does not read (naming it: :class:`~rt_lib.io.DamagedFileError`)."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.create_study(
-        storage=_storage(params.url()), study_name=params.study_name, load_if_exists=True,
-        direction=OBJECTIVES[params.objective],
-        sampler=optuna.samplers.TPESampler(seed=params.sampler_seed + worker, n_startup_trials=4))
+    url = params.url()
+    try:
+        study = optuna.create_study(
+            storage=_storage(url), study_name=params.study_name, load_if_exists=True,
+            direction=OBJECTIVES[params.objective],
+            sampler=optuna.samplers.TPESampler(seed=params.sampler_seed + worker,
+                                               n_startup_trials=4))
+    except (sqlalchemy.exc.SQLAlchemyError, ValueError) as err:
+        file = storage_file(url)
+        if file is None or not _is_damaged(err):
+            raise
+        # Not rebuilt here: the file holds every trial run so far (each one a training run).
+        raise damaged(file, err, first="move it aside (it holds the trials run so far), then ",
+                      notebook=NAME) from err
     setup = json.dumps({"space": params.space, "fixed": params.fixed,
                         "objective": params.objective}, sort_keys=True)
     stored = study.user_attrs.get("setup")

@@ -34,7 +34,8 @@ from typing import Any
 import yaml
 
 from rt_lib.claims import Claims
-from rt_lib.io import PROJECT_ROOT, atomic_write_text, folder_of, results_root, use_folder
+from rt_lib.io import (PROJECT_ROOT, DamagedFileError, atomic_write_text, folder_of,
+                       read_yaml_result, results_root, use_folder)
 from rt_lib.params import Params, plain
 
 CONFIGS = PROJECT_ROOT / "configs"
@@ -159,18 +160,24 @@ def registry() -> dict[str, Experiment]:
 
 def runs(root: Path | None = None) -> list[dict[str, Any]]:
     """Every run folder under a results root: name, whether it is a profile's own run, the
-    changes of an exploration run, and its claims (held / checked)."""
+    changes of an exploration run, its claims (held / checked), and ``damaged``: None, or the
+    error naming a ``parameters.yaml`` or ``claims.csv`` that does not read and the notebook to
+    rerun (one damaged run does not hide the others)."""
     from rt_lib import claims
 
     root = root or results_root()
     out = []
     for folder in sorted(p for p in root.glob("[0-9][0-9]_*") if p.is_dir()):
-        record = {}
-        if (folder / PARAMETERS_FILE).exists():
-            record = yaml.safe_load((folder / PARAMETERS_FILE).read_text()) or {}
-        table = claims.read(folder)
-        held = None if table is None else int((table["status"] == "holds").sum())
-        out.append({"folder": folder.name, "exploration": "+" in folder.name,
-                    "changes": record.get("changes", {}),
-                    "claims": None if table is None else f"{held}/{len(table)}"})
+        run = {"folder": folder.name, "exploration": "+" in folder.name, "changes": {},
+               "claims": None, "damaged": None}
+        try:
+            if (folder / PARAMETERS_FILE).exists():
+                run["changes"] = read_yaml_result(folder / PARAMETERS_FILE).get("changes", {})
+            table = claims.read(folder)
+        except DamagedFileError as err:
+            out.append(run | {"damaged": str(err)})
+            continue
+        if table is not None:
+            run["claims"] = f"{int((table['status'] == 'holds').sum())}/{len(table)}"
+        out.append(run)
     return out

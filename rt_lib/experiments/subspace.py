@@ -38,7 +38,7 @@ from rt_lib.experiments.needle import NeedleParams
 from rt_lib.experiments.parentheses import ParenthesesParams
 from rt_lib.experiments.registry import Experiment
 from rt_lib.experiments.tinystories import TinyStoriesParams
-from rt_lib.io import load_torch, results_dir, results_root
+from rt_lib.io import load_torch, read_csv_result, read_result, results_dir, results_root
 from rt_lib.params import Params, check_positive_ints
 from rt_lib.seeding import derive, set_threads
 from rt_lib.tasks.base import IGNORE, Task
@@ -105,7 +105,7 @@ def checkpoint_widths(notebook: str, kind: str) -> dict[int, Path]:
     found = {}
     for path in (results_dir(notebook, create=False) / "models").glob(
             f"{kind.replace(' ', '_')}_d*_r0.pt"):
-        if "params" in load_torch(path):
+        if "params" in read_result(path, load_torch):
             found[int(path.stem.rsplit("_d", 1)[1].split("_")[0])] = path
     return found
 
@@ -128,8 +128,8 @@ def load_or_train(task_name: str, kind: str, params: SubspaceParams) -> tuple[nn
     saved = checkpoint_widths(notebook, kind)
     if width is not None and width in saved:
         path = saved[width]
-        state = load_torch(path)
-        return load_checkpoint(str(path)), state["params"].task(), str(path.relative_to(results_root()))
+        state = read_result(path, load_torch)
+        return load_checkpoint(path), state["params"].task(), str(path.relative_to(results_root()))
     small = replace(params_cls(), models=(kind,), widths=(params.fallback_width,), restarts=1,
                     steps=params.fallback_steps, trained_steps=None, trained_lr=None,
                     seed=params.seed, threads=params.threads)
@@ -219,9 +219,9 @@ def random_solves(task_name: str, width: int) -> bool | None:
     path = results_dir(SOURCES[task_name][0], create=False) / "metrics.csv"
     if not path.exists():
         return None
-    metrics = pd.read_csv(path)
-    rows = metrics[(metrics["model"] == "random transformer") & (metrics["width"] == width)]
     column, threshold = SOLVED_BY[task_name]
+    metrics = read_csv_result(path, ["model", "width", column])
+    rows = metrics[(metrics["model"] == "random transformer") & (metrics["width"] == width)]
     return None if rows.empty else bool(rows[column].median() >= threshold)
 
 

@@ -13,7 +13,7 @@ import pandas as pd
 
 from rt_lib.claims import Claims
 from rt_lib.experiments.registry import Experiment
-from rt_lib.io import results_dir
+from rt_lib.io import read_csv_result, results_dir
 from rt_lib.params import Params, check_positive_ints
 from rt_lib.verdicts import HOLDS, MIN_RUNS, NOT_SHOWN, Verdict, every, larger, reaches
 
@@ -68,14 +68,18 @@ EXPERIMENT = Experiment(
 def load_metrics() -> pd.DataFrame:
     """Every restart of 01-04 with ``task``, ``metric`` and ``accuracy`` columns (a row per
     restart and metric: Table 1's, then any of SECONDARY); a clear error naming the notebooks to
-    run first when some are missing."""
+    run first when some are missing, or the file and the notebook to rerun when one is
+    damaged."""
     frames, missing = [], []
     for task, (notebook, column, name) in SOURCES.items():
         path = results_dir(notebook, create=False) / "metrics.csv"
         if not path.exists():
             missing.append(notebook)
             continue
-        df = pd.read_csv(path)
+        needed = ["model", "width", "restart", column]
+        if task in SECONDARY:
+            needed.append(SECONDARY[task][0])
+        df = read_csv_result(path, needed)
         frames.append(df.assign(task=task, metric=name, accuracy=df[column]))
         if task in SECONDARY:
             col, label = SECONDARY[task]
