@@ -272,15 +272,15 @@ def rerun_command(path: str | Path, notebook: str | None = None) -> str:
     if folder is None:
         command = f"./run_all.sh --only {notebook[:2]} --force" if notebook else (
             "./run_all.sh --force (the notebook that wrote it)")
-        return command + _profile_options(profile)
-    command = f"./run_all.sh --only {folder.name[:2]} --force" + _profile_options(profile)
+        return command + profile_options(profile)
+    command = f"./run_all.sh --only {folder.name[:2]} --force" + profile_options(profile)
     if "+" in folder.name:  # an exploration run: its folder is named after its changes
         command += (f" with the --set of that run ({folder.name}/parameters.yaml lists its "
                     "changes)")
     return command
 
 
-def _profile_options(profile: str) -> str:
+def profile_options(profile: str) -> str:
     """``./run_all.sh``'s options that select ``profile`` ("" for the CPU profile)."""
     from rt_lib.experiments.registry import DEFAULT_PROFILE, base_profile, is_smoke
 

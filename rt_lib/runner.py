@@ -104,6 +104,30 @@ def select(only: list[str] | None) -> dict[str, Path]:
     return dict(sorted(chosen.items()))
 
 
+def covered(selected: dict[str, Path], profile: str, explicit: bool) -> dict[str, Path]:
+    """The notebooks of ``selected`` that ``profile`` has a config for.  The CPU and paper
+    profiles cover every notebook; a profile that covers some only (the GPU profile: the claims
+    the CPU cannot show) runs those, and naming another with ``--only`` is an error, as is a
+    covered notebook that reads one it does not cover."""
+    if profile == DEFAULT_PROFILE:
+        return selected
+    have = {name: path for name, path in selected.items()
+            if (CONFIGS / profile / f"{name}.yaml").exists()}
+    everything = sorted(p.stem for p in (CONFIGS / profile).glob("*.yaml"))
+    left = sorted(set(selected) - set(have))
+    if left and explicit:
+        raise RunError(f"--profile {profile} has no config for {', '.join(left)} "
+                       f"(configs/{profile}/ covers {', '.join(everything) or 'nothing'})")
+    for name in have:
+        missing = sorted(set(needs().get(name, ())) - set(everything))
+        if missing:
+            raise RunError(f"--profile {profile}: {name} reads {', '.join(missing)}, which "
+                           f"configs/{profile}/ does not cover")
+    if not have:
+        raise RunError(f"--profile {profile}: configs/{profile}/ covers none of the notebooks")
+    return have
+
+
 def parse_sets(pairs: list[str] | None) -> dict:
     out = {}
     for pair in pairs or []:
@@ -219,7 +243,7 @@ def plan(profile: str, only: list[str] | None, sets: dict,
     root = results_root or Path(os.environ.get("RT_RESULTS", PROJECT_ROOT / "results"))
     if profile != DEFAULT_PROFILE:
         root = root / profile
-    selected = select(only)
+    selected = covered(select(only), base_profile(profile), explicit=bool(only))
     declared = {name: notebook_parameters(path) for name, path in selected.items()}
     unknown = sorted(k for k in sets if not any(k in known for known in declared.values()))
     if unknown:

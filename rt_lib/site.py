@@ -5,7 +5,10 @@ profile, ``results/paper/site/`` for the paper's, ``results/paper-smoke/site/`` 
 run): every notebook of the profile's own run rendered as HTML (outputs, figures, tables; the
 code behind a switch) and ``index.html`` with the claims overview (one row per claim every
 notebook recorded: paper, section, the paper's value, ours, whether it holds, the scale that
-would show it) and a link to each notebook with its wall time, profile and commit.
+would show it) and a link to each notebook with its wall time, profile and commit.  Each run
+kept as evidence (:mod:`rt_lib.evidence`, ``evidence/<profile>/<date>-<device>/``, e.g. the paper
+profile on an H100) adds a column beside the profile's own status: the claim's status in that
+run, so that a claim reads across: this profile, the kept runs, the paper's value.
 
 Rendering is nbconvert's (its lab template, :data:`TEMPLATE`, with every fetch from a CDN left
 out), the index included: it is built as a notebook of markdown and tables and rendered alike.
@@ -28,7 +31,8 @@ import nbformat
 import pandas as pd
 
 from rt_lib import claims
-from rt_lib.io import atomic_write_text
+from rt_lib.evidence import EVIDENCE_DIR, KeptRun, kept_runs
+from rt_lib.io import atomic_write_text, shown
 from rt_lib.manifest import FILENAME as MANIFEST
 
 SITE = "site"  # <profile root>/site/
@@ -36,6 +40,7 @@ TEMPLATE_DIR = Path(__file__).parent / "site_template"
 TEMPLATE = "rt_site"  # nbconvert's lab template, nothing fetched (site_template/rt_site)
 COLOURS = {"holds": "#166534", "fails": "#b91c1c", "not shown": "#92400e",
            "not checked": "#475569"}  # status -> its colour in the claims table
+NOT_RECORDED = "—"  # a kept run's cell for a claim that run did not record
 
 
 @dataclass(frozen=True)
@@ -122,14 +127,55 @@ def claims_table(root: Path, names: list[str]) -> pd.DataFrame:
                              ignore_index=True)
 
 
+def with_evidence(table: pd.DataFrame, runs: list[KeptRun]) -> pd.DataFrame:
+    """``table`` (:func:`claims_table`) with a column per kept run right after ``status``,
+    headed by the run's label: the claim's status in that run, :data:`NOT_RECORDED` where it
+    did not record it.  Claims only a kept run recorded get no row: the rows are this
+    profile's (the index says how many were left out)."""
+    out = table.copy()
+    at = list(out.columns).index("status") + 1
+    for label, run in columns_of(runs).items():
+        out.insert(at, label, [run.status(n, c) or NOT_RECORDED
+                               for n, c in zip(out["notebook"], out["claim"])])
+        at += 1
+    return out
+
+
+def columns_of(runs: list[KeptRun]) -> dict[str, KeptRun]:
+    """{column header: kept run}: the run's label, with its folder where two labels agree."""
+    labels = Counter(run.label for run in runs)
+    return {run.label if labels[run.label] == 1 else f"{run.label} ({run.folder.name})": run
+            for run in runs}
+
+
+def _run_note(run: KeptRun) -> str:
+    """What a kept run is, in one line (its column header's tooltip)."""
+    p = run.provenance
+    return (f"{run.device_name}; torch {p.get('torch', '?')}; commit {run.commit}; "
+            f"{p.get('command', '?')}")
+
+
 def _minutes(seconds: float | None) -> str:
     if seconds is None:
         return "?"
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
-def _claims_html(table: pd.DataFrame, pages: dict[str, Page]) -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in table.columns)
+def _claims_html(table: pd.DataFrame, pages: dict[str, Page],
+                 kept: Mapping[str, str] | None = None, profile: str = "") -> str:
+    """The claims table; ``kept``: {column of a kept run: its tooltip} (:func:`with_evidence`),
+    coloured like ``status``, which is then headed with the profile's name."""
+    kept = dict(kept or {})
+    head = []
+    for column in table.columns:
+        if column in kept:
+            head.append(f'<th class="rt-kept" title="{html.escape(kept[column])}">'
+                        f"{html.escape(column)}</th>")
+        elif column == "status" and kept and profile:
+            head.append(f"<th>status · {html.escape(profile)}</th>")
+        else:
+            head.append(f"<th>{html.escape(column)}</th>")
+    head = "".join(head)
     body = []
     for row in table.itertuples(index=False):
         cells = []
@@ -137,7 +183,7 @@ def _claims_html(table: pd.DataFrame, pages: dict[str, Page]) -> str:
             text = html.escape(str(value))
             if column == "notebook" and value in pages:
                 text = f'<a href="{pages[value].file}">{text}</a>'
-            if column == "status":
+            if (column == "status" or column in kept) and value in COLOURS:
                 text = f'<b style="color:{COLOURS[value]}">{text}</b>'
             cells.append(f"<td>{text}</td>")
         body.append(f'<tr class="rt-claim">{"".join(cells)}</tr>')
@@ -145,8 +191,36 @@ def _claims_html(table: pd.DataFrame, pages: dict[str, Page]) -> str:
             f"<tbody>{''.join(body)}</tbody></table>")
 
 
-def index_notebook(profile: str, pages: list[Page], table: pd.DataFrame) -> nbformat.NotebookNode:
-    """The index as a notebook (markdown and two HTML tables), rendered like every page."""
+def _kept_html(runs: list[KeptRun], table: pd.DataFrame, problems: list[str]) -> str:
+    """The kept runs' provenance, one row each, and what could not be read."""
+    shown_claims = set(zip(table["notebook"], table["claim"]))
+    rows = ['<table class="rt-kept-runs"><thead><tr><th>column</th><th>device</th>'
+            "<th>torch</th><th>python</th><th>commit</th><th>finished</th><th>wall time</th>"
+            "<th>command</th><th>claims</th><th>folder</th></tr></thead><tbody>"]
+    for label, run in columns_of(runs).items():
+        p = run.provenance
+        recorded = {(nb, c) for nb, t in run.claims.items() for c in t["id"]}
+        left_out = len(recorded - shown_claims)
+        claims_cell = f"{len(recorded)}" + (f" ({left_out} not in this table: notebooks "
+                                            "this profile did not run)" if left_out else "")
+        cells = [label, run.device_name, str(p.get("torch", "?")), str(p.get("python", "?")),
+                 run.commit, str(p.get("date", "?")),
+                 _minutes(p.get("wall_seconds")), str(p.get("command", "?")), claims_cell,
+                 shown(run.folder)]
+        rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+    rows.append("</tbody></table>")
+    rows += [f'<p class="rt-kept-problem"><b>Left out:</b> {html.escape(p)}</p>'
+             for p in problems]
+    return "".join(rows)
+
+
+def index_notebook(profile: str, pages: list[Page], table: pd.DataFrame,
+                   runs: list[KeptRun] | None = None,
+                   problems: list[str] | None = None) -> nbformat.NotebookNode:
+    """The index as a notebook (markdown and HTML tables), rendered like every page; ``runs``:
+    the kept evidence runs, a column each in the claims table and a table of their own
+    (``problems``: kept runs left out, each with its error)."""
+    runs, problems = list(runs or []), list(problems or [])
     own = table["paper"] == "ours"
     papers = claims.counts_line(Counter(table.loc[~own, "status"]))
     ours = claims.counts_line(Counter(table.loc[own, "status"]))
@@ -177,19 +251,34 @@ def index_notebook(profile: str, pages: list[Page], table: pd.DataFrame) -> nbfo
         return cell
 
     nb = nbformat.v4.new_notebook()
+    kept = {label: _run_note(run) for label, run in columns_of(runs).items()}
+    glance = "## Claims at a glance"
+    if runs:
+        glance += (f"\n\nThe status column is this ({profile}) profile's run; each column after "
+                   "it, a run kept as evidence (`evidence/`, described below): the claim's "
+                   f"status in that run, {NOT_RECORDED} where it did not record it.")
     nb.cells = [nbformat.v4.new_markdown_cell(intro),
-                nbformat.v4.new_markdown_cell("## Claims at a glance"),
-                html_cell(_claims_html(table, {p.name: p for p in pages})),
+                nbformat.v4.new_markdown_cell(glance),
+                html_cell(_claims_html(with_evidence(table, runs), {p.name: p for p in pages},
+                                       kept, profile)),
                 nbformat.v4.new_markdown_cell("## Notebooks"),
                 html_cell("".join(listing))]
+    if runs or problems:
+        nb.cells += [nbformat.v4.new_markdown_cell(
+                         "## Kept evidence runs\n\nFinished runs kept in the repository "
+                         "(`python -m rt_lib.evidence keep`): where and how each ran."),
+                     html_cell(_kept_html(runs, table, problems))]
     return nb
 
 
 def build_site(root: Path, profile: str, names: list[str],
-               executed: Mapping[str, Path] | None = None) -> Path:
+               executed: Mapping[str, Path] | None = None,
+               evidence: Path | None = None) -> Path:
     """Render the profile's own runs of ``names`` (:func:`own_runs`) and the index into
     ``root/site/`` (``root``: the profile's results root); returns the index's path.  Pages of
-    notebooks that are no longer there are removed."""
+    notebooks that are no longer there are removed.  The runs kept under ``evidence`` (default
+    ``evidence/``; none when it does not exist) are columns of the claims table; one that does
+    not read is left out and named on the index."""
     root = Path(root)
     site = root / SITE
     site.mkdir(parents=True, exist_ok=True)
@@ -207,6 +296,8 @@ def build_site(root: Path, profile: str, names: list[str],
         if stale.name != "index.html" and stale.stem not in {p.name for p in pages}:
             stale.unlink()
     index = site / "index.html"
-    render(index_notebook(profile, pages, claims_table(root, [p.name for p in pages])), index,
-           code=False)
+    problems: list[str] = []
+    runs = kept_runs(EVIDENCE_DIR if evidence is None else evidence, problems)
+    render(index_notebook(profile, pages, claims_table(root, [p.name for p in pages]), runs,
+                          problems), index, code=False)
     return index

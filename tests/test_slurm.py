@@ -110,6 +110,7 @@ def _folder(results: Path, prefix: str) -> Path:
     return folder
 
 
+@pytest.mark.long  # minutes: the module goes out among the notebooks, not last
 def test_notebook_01_through_slurm_survives_a_cancelled_array_and_equals_inline(cluster, tmp_path):
     """The array runs one task at a time; once the first run has stored its result the whole
     array is cancelled (scancel): the notebook fails naming each unfinished run, its state and

@@ -44,6 +44,10 @@ PROFILE_ENV = "RT_PROFILE"  # set by the runner: the profile a notebook runs in
 PARAMETERS_FILE = "parameters.yaml"
 _SAFE = re.compile(r"[A-Za-z0-9_.,=\-\[\]]+")
 SMOKE = "-smoke"  # "paper-smoke": the paper profile's smoke test (Params.SMOKE), results of its own
+# Profiles whose own runs fail a notebook on a claim that does not hold: the committed CPU
+# profile (what nbval re-runs) and the papers' scale.  Between them, the GPU profile's runs
+# show what a GPU reaches in minutes: every status is recorded and reported, none fails the run.
+STRICT_PROFILES = (DEFAULT_PROFILE, "paper")
 MAX_SLUG = 48  # longer change lists are named by a hash (parameters.yaml says what they are)
 
 
@@ -137,7 +141,9 @@ class Experiment:
         if is_smoke(current_profile()):
             print(f"smoke test of the {base_profile(current_profile())} profile: its shapes, a "
                   "handful of steps; the claims below are checked, not meant to hold")
-        return params, out, Claims(out, strict=not exploring and not is_smoke(current_profile()),
+        strict = (not exploring and not is_smoke(current_profile())
+                  and current_profile() in STRICT_PROFILES)
+        return params, out, Claims(out, strict=strict,
                                    notebook=self.name,
                                    not_shown=self.not_shown_on_cpu if on_cpu else None)
 

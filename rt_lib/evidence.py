@@ -1,0 +1,412 @@
+"""Evidence: a finished run of a profile kept in the repository, with where and how it ran.
+
+``results/`` is not committed: a GPU run of the paper (or any other) profile is gone with the
+machine it ran on.  ``python -m rt_lib.evidence keep --profile paper`` keeps what a reader needs
+to check its claims, under ``evidence/<profile>/<YYYY-MM-DD>-<device>/`` (committed):
+
+* per notebook (``<NN_name>/``): the executed notebook, ``claims.csv``, ``parameters.yaml``
+  (exploration runs only write one) and the figures (PNG); no checkpoints, models, databases or
+  other data: the folder must stay small (at most :data:`MAX_MIB`, ``--max-mib``);
+* ``provenance.yaml``: the device (GPU from torch, else the CPU model), torch, CUDA and Python
+  versions, the git commit the run was made at (and whether the tree was dirty), the date it
+  finished, each notebook's wall time (from the run's manifest), the command that made it.
+
+Only a finished run is kept: every notebook folder of the profile's own run must have its entry
+in the manifest (none failed, none interrupted) and every kept file must still match the sha256
+the manifest recorded when the run finished.  An existing evidence folder is never overwritten
+without ``--replace``.  :func:`kept_runs` reads the kept runs back; the site
+(:mod:`rt_lib.site`) shows each as a column of its claims table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from rt_lib import claims
+from rt_lib.experiments.registry import (DEFAULT_PROFILE, PARAMETERS_FILE, SMOKE,
+                                         available_profiles)
+from rt_lib.io import (PROJECT_ROOT, RESUME, DamagedFileError, profile_options,
+                       atomic_write_text, read_yaml_result, results_root, sha256_file, shown)
+from rt_lib.manifest import FILENAME as MANIFEST
+from rt_lib.manifest import Entry, Manifest, describe, versions
+
+EVIDENCE_DIR = PROJECT_ROOT / "evidence"  # committed, beside results/ (which is not)
+PROVENANCE = "provenance.yaml"
+FORMAT = 1  # of provenance.yaml; bumped when its layout changes
+MAX_MIB = 20.0  # per kept run: the repository carries every one of them for good
+_NOTEBOOK_FOLDER = re.compile(r"\d\d_[^+]+")  # a profile's own run; "+" marks an exploration
+
+
+class EvidenceError(ValueError):
+    """A run that cannot be kept (missing, unfinished, too large, already kept)."""
+
+
+@dataclass(frozen=True)
+class Device:
+    kind: str  # "gpu" or "cpu"
+    name: str  # "NVIDIA H100 80GB HBM3", or the CPU's model name
+    slug: str  # the evidence folder's suffix: "h100", "2xh100", "cpu"
+    count: int = 1  # GPUs seen by torch (1 for a CPU)
+    detected: bool = True  # False: given with --device (kept on another machine than the run)
+
+
+def gpu_slug(name: str, count: int = 1) -> str:
+    """A GPU's short name for a folder: its first word with a digit ("NVIDIA H100 80GB HBM3" ->
+    ``h100``, "NVIDIA A100-SXM4-40GB" -> ``a100``), ``2xh100`` for two."""
+    words = [w for w in re.split(r"[\s_-]+", name) if w.lower() not in {"nvidia", "geforce",
+                                                                        "tesla", "amd", "radeon"}]
+    model = next((w for w in words if re.search(r"\d", w)), "gpu")
+    slug = re.sub(r"[^a-z0-9]", "", model.lower()) or "gpu"
+    return f"{count}x{slug}" if count > 1 else slug
+
+
+def cpu_name() -> str:
+    """The CPU's model name (``/proc/cpuinfo``; the platform's word for it elsewhere)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def this_device() -> Device:
+    """The device of this machine: its GPU(s) as torch sees them, else its CPU."""
+    import torch
+
+    if torch.cuda.is_available():
+        count = torch.cuda.device_count()
+        name = torch.cuda.get_device_name(0)
+        return Device("gpu", name, gpu_slug(name, count), count)
+    return Device("cpu", cpu_name(), "cpu")
+
+
+def named_device(name: str) -> Device:
+    """``--device NAME``: the device a run kept on another machine ran on ("cpu" or the GPU's
+    name as torch gives it)."""
+    if name.strip().lower() == "cpu":
+        return Device("cpu", cpu_name(), "cpu", detected=False)
+    return Device("gpu", name.strip(), gpu_slug(name), detected=False)
+
+
+def profile_results(profile: str, results: Path | None = None) -> Path:
+    """The folder of ``profile``'s finished run: ``results`` as given (the folder holding its
+    manifest, or a results root holding ``<profile>/``), else ``$RT_RESULTS`` or ``results/``
+    with ``<profile>/`` below it (the CPU profile's run is the root itself)."""
+    if results is not None:
+        results = Path(results)
+        if not (results / MANIFEST).exists() and (results / profile / MANIFEST).exists():
+            return results / profile
+        return results
+    root = results_root()
+    return root if profile == DEFAULT_PROFILE else root / profile
+
+
+def _check_profile(profile: str) -> None:
+    # Also keeps a path out of the folder name (the profile is one of its parts).
+    known = available_profiles() + [p + SMOKE for p in available_profiles()
+                                    if p != DEFAULT_PROFILE]
+    if profile not in known:
+        raise EvidenceError(f"--profile: no profile {profile!r}; known: {', '.join(known)}")
+
+
+def finished_entries(root: Path, profile: str) -> dict[str, Entry]:
+    """{notebook: its manifest entry} of the profile's own run under ``root``; refuses (naming
+    the folder or file) a run that is missing, has a notebook that failed or did not finish, or
+    a manifest that does not read."""
+    manifest_path = root / MANIFEST
+    if not manifest_path.is_file():
+        raise EvidenceError(f"no finished run of the {profile} profile: {shown(manifest_path)} "
+                            f"does not exist (run ./run_all.sh{profile_options(profile)} "
+                            "first, or name the run's folder with --results)")
+    manifest = Manifest(root)
+    if manifest.problems:
+        raise EvidenceError(f"the {profile} profile's manifest does not read: "
+                            + "; ".join(manifest.problems))
+    entries = {name: e for name, e in manifest.entries.items()
+               if _NOTEBOOK_FOLDER.fullmatch(name)}
+    if not entries:
+        raise EvidenceError(f"{shown(manifest_path)} records no finished notebook of the "
+                            f"{profile} profile")
+    other = sorted({e.profile for e in entries.values()} - {profile})
+    if other:
+        raise EvidenceError(f"{shown(manifest_path)} records runs of the {', '.join(other)} "
+                            f"profile, not {profile}: --profile or --results is wrong")
+    unfinished = []
+    for folder in sorted(p for p in root.glob("[0-9][0-9]_*") if p.is_dir()
+                         and _NOTEBOOK_FOLDER.fullmatch(p.name)):
+        name = folder.name
+        failed = folder / f"{name}.failed.ipynb"
+        if failed.exists():
+            unfinished.append(f"{name} failed (its notebook with the error: {shown(failed)})")
+        elif name not in entries:
+            unfinished.append(f"{name} did not finish (no entry in {MANIFEST})")
+        elif not (folder / f"{name}.ipynb").is_file():
+            unfinished.append(f"{name}: its executed notebook {shown(folder / (name + '.ipynb'))}"
+                              " is missing")
+    for name in sorted(set(entries) - {p.name for p in root.iterdir()}):
+        unfinished.append(f"{name}: its folder {shown(root / name)} is missing")
+    if unfinished:
+        raise EvidenceError(f"the {profile} profile's run in {shown(root)} is not a finished "
+                            "run; rerun what failed, then keep it: " + "; ".join(unfinished))
+    return dict(sorted(entries.items()))
+
+
+def kept_files(folder: Path) -> list[Path]:
+    """What is kept of one notebook's folder: the executed notebook, ``claims.csv``,
+    ``parameters.yaml`` and the figures (PNG, also in subfolders but for mid-run checkpoints);
+    checkpoints, models, databases and tables of data stay out."""
+    name = folder.name
+    wanted = [folder / f"{name}.ipynb", folder / claims.FILENAME, folder / PARAMETERS_FILE]
+    figures = sorted(p for p in folder.rglob("*.png")
+                     if p.is_file() and RESUME not in p.relative_to(folder).parts)
+    return [p for p in wanted if p.is_file()] + figures
+
+
+def _verified(root: Path, entries: dict[str, Entry]) -> dict[Path, int]:
+    """{file to keep: bytes}, each checked against the sha256 its run recorded: the evidence
+    is what the run made, not a file changed since."""
+    out: dict[Path, int] = {}
+    changed = []
+    for name, entry in entries.items():
+        for path in kept_files(root / name):
+            rel = str(path.relative_to(root))
+            recorded = entry.files.get(rel)
+            if recorded is None:
+                changed.append(f"{shown(path)} is not in the run's record ({MANIFEST})")
+            elif sha256_file(path) != recorded["sha256"]:
+                changed.append(f"{shown(path)} changed since the run finished (its sha256 "
+                               f"differs from {MANIFEST}'s)")
+            else:
+                out[path] = path.stat().st_size
+    if changed:
+        raise EvidenceError("the run's files are not as it left them: " + "; ".join(changed))
+    return out
+
+
+def _check_size(files: dict[Path, int], root: Path, max_mib: float) -> None:
+    total = sum(files.values())
+    if total > max_mib * 2**20:
+        largest = sorted(files.items(), key=lambda kv: -kv[1])[:5]
+        raise EvidenceError(
+            f"the evidence of {shown(root)} would take {total / 2**20:.1f} MiB, over the limit "
+            f"of {max_mib:g} MiB (--max-mib); largest: "
+            + ", ".join(f"{p.relative_to(root)} ({n / 2**20:.2f} MiB)" for p, n in largest))
+
+
+def _commit(entries: dict[str, Entry]) -> tuple[str, bool]:
+    """(commit, dirty) of the run: the last notebook's (each notebook's is in provenance)."""
+    last = max(entries.values(), key=lambda e: e.finished)
+    head, _, flag = last.commit.partition("+")
+    return head, flag == "dirty" or any(e.commit.endswith("+dirty") for e in entries.values())
+
+
+def default_command(profile: str, names: list[str]) -> str:
+    """The ``./run_all.sh`` command that makes this run (its notebooks by number when not all)."""
+    from rt_lib.runner import available_notebooks
+
+    command = "./run_all.sh" + profile_options(profile)
+    if sorted(names) != sorted(available_notebooks()):
+        command += " --only " + ",".join(n[:2] for n in names)
+    return command
+
+
+def provenance(profile: str, entries: dict[str, Entry], device: Device, command: str | None,
+               source: Path) -> dict[str, Any]:
+    """The record written as ``provenance.yaml`` (files are added once copied)."""
+    import torch
+
+    commit, dirty = _commit(entries)
+    return {
+        "format": FORMAT,
+        "profile": profile,
+        "date": max(e.finished for e in entries.values())[:10],  # the day the run finished
+        "device": {"kind": device.kind, "name": device.name, "slug": device.slug,
+                   "count": device.count, "detected": device.detected},
+        "torch": versions()["torch"],
+        "cuda": torch.version.cuda,  # None for a CPU build of torch
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "commit": commit,
+        "dirty": dirty,
+        "command": command or default_command(profile, list(entries)),
+        "command_given": command is not None,  # False: rebuilt from the profile and notebooks
+        "wall_seconds": round(sum(e.wall_seconds for e in entries.values()), 2),
+        "notebooks": {name: {"wall_seconds": e.wall_seconds, "finished": e.finished,
+                             "commit": e.commit} for name, e in entries.items()},
+        "kept": {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                 "from": shown(source)},
+    }
+
+
+def keep(profile: str, results: Path | None = None, evidence_dir: Path | None = None,
+         command: str | None = None, device: Device | None = None, max_mib: float = MAX_MIB,
+         replace: bool = False) -> Path:
+    """Keep ``profile``'s finished run as evidence (see the module docstring); returns the new
+    folder, ``<evidence_dir>/<profile>/<date>-<device slug>/``."""
+    _check_profile(profile)
+    root = profile_results(profile, results)
+    entries = finished_entries(root, profile)
+    files = _verified(root, entries)
+    _check_size(files, root, max_mib)
+    record = provenance(profile, entries, device or this_device(), command, root)
+    parent = Path(evidence_dir or EVIDENCE_DIR) / profile
+    target = parent / f"{record['date']}-{record['device']['slug']}"
+    if target.exists() and not replace:
+        raise EvidenceError(f"{shown(target)} exists already (a run of the same day and "
+                            "device): --replace overwrites it")
+    parent.mkdir(parents=True, exist_ok=True)
+    # Copied beside the target and renamed into place: an interrupted keep leaves no half folder.
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent))
+    try:
+        for path in files:
+            dest = staging / path.relative_to(root)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, dest)
+        record["files"] = describe(staging, staging)
+        atomic_write_text(staging / PROVENANCE,
+                          yaml.safe_dump(record, sort_keys=False, allow_unicode=True))
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(staging, 0o777 & ~umask)  # mkdtemp makes it 0700; evidence is for everyone
+        if target.exists():
+            old = target.with_name(f".{target.name}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            target.rename(old)
+            staging.rename(target)
+            shutil.rmtree(old)
+        else:
+            staging.rename(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+@dataclass
+class KeptRun:
+    """One kept evidence run, as :func:`kept_runs` reads it."""
+
+    folder: Path  # evidence/<profile>/<date>-<device>/
+    provenance: dict[str, Any]
+    claims: dict[str, pd.DataFrame] = field(default_factory=dict)  # notebook -> its claims
+
+    @property
+    def profile(self) -> str:
+        return str(self.provenance.get("profile", self.folder.parent.name))
+
+    @property
+    def label(self) -> str:
+        """The run's column header: ``paper · 2026-11-27 · H100``."""
+        slug = str((self.provenance.get("device") or {}).get("slug", "?"))
+        return f"{self.profile} · {self.provenance.get('date', '?')} · " + (
+            "CPU" if slug == "cpu" else slug.upper())
+
+    @property
+    def device_name(self) -> str:
+        return str((self.provenance.get("device") or {}).get("name", "?"))
+
+    @property
+    def commit(self) -> str:
+        """The run's commit, short, with ``(dirty)`` when the tree differed from it."""
+        return (str(self.provenance.get("commit", "?"))[:10]
+                + (" (dirty)" if self.provenance.get("dirty") else ""))
+
+    def status(self, notebook: str, claim: str) -> str | None:
+        """The claim's status in this run; None where the run did not record it."""
+        table = self.claims.get(notebook)
+        if table is None:
+            return None
+        match = table.loc[table["id"] == claim, "status"]
+        return str(match.iloc[0]) if len(match) else None
+
+
+def read_kept(folder: Path) -> KeptRun:
+    """One kept run: its provenance and the claims of each notebook; a damaged file raises
+    :class:`~rt_lib.io.DamagedFileError` naming it."""
+    try:
+        record = read_yaml_result(folder / PROVENANCE)
+        run = KeptRun(folder, record)
+        for sub in sorted(p for p in folder.iterdir() if p.is_dir()
+                          and _NOTEBOOK_FOLDER.fullmatch(p.name)):
+            table = claims.read(sub)
+            if table is not None:
+                run.claims[sub.name] = table
+    except DamagedFileError as err:
+        # The rerun it names is one way; the committed copy is the other.
+        raise DamagedFileError(f"kept evidence: {err}; or restore the committed copy with "
+                               f"git checkout -- {shown(folder)}") from err
+    return run
+
+
+def kept_runs(evidence_root: Path | None = None,
+              problems: list[str] | None = None) -> list[KeptRun]:
+    """Every kept run under ``evidence_root`` (default ``evidence/``), by profile then date;
+    none when there is no such folder.  A run with a damaged file raises, or with ``problems``
+    given is left out and its error appended there (one damaged run hides no other)."""
+    root = Path(evidence_root or EVIDENCE_DIR)
+    if not root.is_dir():
+        return []
+    out = []
+    for folder in sorted(root.glob(f"*/*/{PROVENANCE}")):
+        try:
+            out.append(read_kept(folder.parent))
+        except DamagedFileError as err:
+            if problems is None:
+                raise
+            problems.append(str(err))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rt_lib.evidence",
+                                     description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="action", required=True)
+    kp = sub.add_parser("keep", help="keep a profile's finished run under evidence/")
+    kp.add_argument("--profile", required=True,
+                    help="the run's profile, e.g. paper (paper-smoke for a smoke run)")
+    kp.add_argument("--results", type=Path, metavar="DIR",
+                    help="the run's folder (default: results/<profile>/, under $RT_RESULTS "
+                         "when set)")
+    kp.add_argument("--command", help="the command that made the run (default: the "
+                                      "./run_all.sh command of the profile and its notebooks)")
+    kp.add_argument("--device", metavar="NAME",
+                    help="the GPU the run ran on, as torch names it, or cpu: when it is kept "
+                         "on another machine (default: this machine's)")
+    kp.add_argument("--evidence-dir", type=Path, metavar="DIR",
+                    help="where evidence is kept (default: evidence/ in the project)")
+    kp.add_argument("--max-mib", type=float, default=MAX_MIB,
+                    help=f"refuse a folder larger than this (default {MAX_MIB:g})")
+    kp.add_argument("--replace", action="store_true",
+                    help="overwrite a run kept already for the same profile, day and device")
+    args = parser.parse_args(argv)
+    if args.max_mib <= 0:
+        parser.error(f"--max-mib must be positive, got {args.max_mib:g}")
+    try:
+        target = keep(args.profile, args.results, args.evidence_dir, args.command,
+                      named_device(args.device) if args.device else None, args.max_mib,
+                      args.replace)
+    except (EvidenceError, DamagedFileError) as err:
+        print(f"rt_lib.evidence: error: {err}", file=sys.stderr)
+        return 2
+    size = sum(p.stat().st_size for p in target.rglob("*") if p.is_file())
+    print(f"kept {shown(target)} ({size / 2**20:.1f} MiB); commit it with git add "
+          f"{shown(target)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""The GPU profile (configs/gpu/): the claims the CPU cannot show, at what one GPU reaches in
+minutes.  It covers some notebooks only; its smoke test runs them end to end on the CPU."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from rt_lib import runner
+from rt_lib.experiments import miiii
+from rt_lib.experiments.registry import CONFIGS, registry
+from rt_lib.io import PROJECT_ROOT
+
+COVERED = sorted(p.stem for p in (CONFIGS / "gpu").glob("*.yaml"))
+
+
+def test_the_gpu_profile_runs_the_notebooks_it_has_configs_for_each_naming_every_parameter():
+    jobs = runner.plan("gpu", None, {})
+    assert [job.name for job in jobs] == COVERED
+    for job in jobs:  # every parameter named: none falls back to the CPU profile's unseen
+        assert set(job.parameters) == runner.notebook_parameters(job.notebook), job.name
+        registry()[job.name].params(**job.parameters)  # raises on a bad value
+        assert job.folder == job.name
+        assert job.output_dir.parent.name == "gpu"
+
+
+def test_each_gpu_config_states_its_expected_minutes():
+    for name in COVERED:
+        text = (CONFIGS / "gpu" / f"{name}.yaml").read_text()
+        assert "Expected:" in text and ("estimate" in text or "measured" in text), name
+
+
+def test_the_gpu_profiles_readers_read_its_own_runs():
+    """07 reads the GPU profile's 01-04; 13 asks for exactly notebook 11's GPU run of T_miiii
+    (else it would train it again)."""
+    jobs = {job.name: job for job in runner.plan("gpu", None, {})}
+    assert {"01_modular_addition", "02_needle_in_a_haystack", "03_decimal_addition",
+            "04_parentheses"} <= set(jobs)  # what 07 reads
+    main = miiii.MiiiiParams(**jobs[miiii.NAME].parameters)
+    for job in jobs.values():
+        if "train_params" in job.parameters:
+            again = miiii.training_params(job.parameters["train_params"], ("miiii",))
+            key = main.run_key("miiii", main.grokfast_lambda)
+            assert again.run_key("miiii", main.grokfast_lambda) == key, job.name
+
+
+def test_a_notebook_the_gpu_profile_does_not_cover_is_refused_by_name():
+    uncovered = next(n for n in registry() if n not in COVERED)
+    with pytest.raises(runner.RunError, match=f"no config for {uncovered}"):
+        runner.plan("gpu", [uncovered[:2]], {})
+    assert runner.main(["--profile", "gpu", "--only", uncovered[:2]]) == 2
+
+
+def test_a_covered_notebook_reading_an_uncovered_one_is_refused(tmp_path, monkeypatch):
+    """A profile config for 07 without 01-04's would read results that never exist."""
+    configs = tmp_path / "configs"
+    (configs / "partial").mkdir(parents=True)
+    (configs / "partial" / "07_table1.yaml").write_text("widths: null\n")
+    monkeypatch.setattr(runner, "CONFIGS", configs)
+    with pytest.raises(runner.RunError, match="07_table1 reads 01_modular_addition"):
+        runner.covered(runner.select(None), "partial", explicit=False)
+
+
+def test_gpu_profile_claims_are_recorded_without_failing_the_run():
+    """Between the CPU profile (nbval) and the papers' scale, a GPU run is evidence: a claim
+    that does not show there is recorded, not an error."""
+    from rt_lib.experiments.registry import STRICT_PROFILES
+
+    assert "gpu" not in STRICT_PROFILES and {"cpu", "paper"} <= set(STRICT_PROFILES)
+
+
+@pytest.mark.long
+def test_the_gpu_profile_smoke_test_runs_end_to_end(tmp_path):
+    """``./run_all.sh --profile gpu --smoke``: every covered notebook at the GPU profile's shapes
+    for a handful of steps, readers reading the smoke runs."""
+    if os.environ.get("RT_TEST_SMOKE") == "0":
+        pytest.skip("RT_TEST_SMOKE=0: the smoke runs left out")
+    env = {**os.environ, "RT_RESULTS": str(tmp_path / "results"), "TQDM_DISABLE": "1"}
+    proc = subprocess.run([sys.executable, "-m", "rt_lib.runner", "--profile", "gpu", "--smoke",
+                           "--jobs", "1", "--no-footprints"], cwd=PROJECT_ROOT, env=env,
+                          capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    root = tmp_path / "results" / "gpu-smoke"
+    assert sorted(p.name for p in root.iterdir() if p.name[:2].isdigit()) == COVERED
+    for name in COVERED:
+        assert (root / name / f"{name}.ipynb").exists() and (root / name / "claims.csv").exists()
+    # T_miiii, its lambda = 0 and dropout-0 runs: 13 read the first instead of training another
+    assert len(list((root / miiii.NAME / "runs").glob("*/last.pt"))) == 3
