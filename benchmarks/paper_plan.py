@@ -18,10 +18,16 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import pandas as pd
+import yaml
 
-from rt_lib.footprint import GPU_FP32_TFLOPS, matmul_rate, planning_table, profile_footprints
+from rt_lib.footprint import (GPU_FP32_TFLOPS, matmul_rate, measured_hours, planning_table,
+                              profile_footprints)
+
+#: GPU step times measured so far: rows with one get measured GPU-hours beside the estimates
+MEASURED = Path(__file__).with_name("gpu_step_times.yaml")
 
 
 def markdown(frame: pd.DataFrame) -> str:
@@ -44,15 +50,20 @@ def main() -> None:
     args = parser.parse_args()
     start = time.perf_counter()
     rate = matmul_rate()
-    table = planning_table(profile_footprints(args.profile, args.notebooks or None,
-                                              jobs=args.jobs), rate)
+    measurements = yaml.safe_load(MEASURED.read_text()) or []
+    table = measured_hours(planning_table(profile_footprints(args.profile, args.notebooks or None,
+                                                             jobs=args.jobs), rate), measurements)
     print(f"this CPU, one thread: {rate / 1e9:.0f} GFLOP/s on a 2048 x 2048 float32 product; "
           f"GPU float32 peaks (TFLOP/s): {GPU_FP32_TFLOPS}")
     cols = {"notebook": "notebook", "step": "step", "batch": "batch", "params_M": "params (M)",
             "GFLOP_per_step": "GFLOP / step", "steps": "steps", "runs": "runs",
             "peak_GiB": "peak GiB", "peak": "peak is", "cpu_fraction": "CPU fraction",
             "A100_hours": "A100 h (est.)", "H100_hours": "H100 h (est.)"}
+    for entry in measurements:  # measured on that GPU; blank where the step was not
+        cols[f"{entry['gpu']}_hours_measured"] = f"{entry['gpu']} h (measured step)"
     print(markdown(table[list(cols)].rename(columns=cols)))
+    for entry in measurements:
+        print(f"{entry['gpu']}: {entry['source']} ({MEASURED.name})")
     per_notebook = table.groupby("notebook", as_index=False)[["A100_hours", "H100_hours"]].sum()
     print("\nper notebook (GPU-hours, estimated):")
     print(markdown(per_notebook))

@@ -294,3 +294,17 @@ def planning_table(footprints: pd.DataFrame, cpu_rate: float) -> pd.DataFrame:
     for gpu, peak in GPU_FP32_TFLOPS.items():
         out[f"{gpu}_hours"] = total / (peak * 1e12 * out["cpu_fraction"]) / 3600
     return out
+
+
+def measured_hours(table: pd.DataFrame, measurements: list[dict]) -> pd.DataFrame:
+    """``table`` (:func:`planning_table`) with ``<gpu>_hours_measured`` per measured GPU: a step
+    measured there (``measurements``: ``[{gpu, ms_per_step: {notebook: {step: ms}}}]``, as in
+    benchmarks/gpu_step_times.yaml) times the row's steps and runs; NaN where that step was not
+    measured, so the row stays an estimate."""
+    out = table.copy()
+    for entry in measurements:
+        ms = entry["ms_per_step"]
+        per_step = [ms.get(nb, {}).get(step) for nb, step in zip(out["notebook"], out["step"])]
+        seconds = pd.Series(per_step, index=out.index, dtype=float) / 1e3
+        out[f"{entry['gpu']}_hours_measured"] = seconds * out["steps"] * out["runs"] / 3600
+    return out

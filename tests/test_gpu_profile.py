@@ -89,3 +89,27 @@ def test_the_gpu_profile_smoke_test_runs_end_to_end(tmp_path):
         assert (root / name / f"{name}.ipynb").exists() and (root / name / "claims.csv").exists()
     # T_miiii, its lambda = 0 and dropout-0 runs: 13 read the first instead of training another
     assert len(list((root / miiii.NAME / "runs").glob("*/last.pt"))) == 3
+
+
+def test_measured_gpu_hours_are_the_step_times_steps_and_runs_and_blank_elsewhere():
+    import pandas as pd
+
+    from rt_lib.footprint import measured_hours
+
+    table = pd.DataFrame({"notebook": ["01_x", "01_x"], "step": ["a d=8", "b d=8"],
+                          "steps": [50_000, 10], "runs": [10.0, 2.0]})
+    out = measured_hours(table, [{"gpu": "H200", "ms_per_step": {"01_x": {"a d=8": 12.2}}}])
+    assert out["H200_hours_measured"][0] == pytest.approx(0.0122 * 50_000 * 10 / 3600)
+    assert out["H200_hours_measured"].isna().tolist() == [False, True]
+
+
+def test_every_measured_gpu_step_names_a_step_of_the_paper_profile():
+    """benchmarks/gpu_step_times.yaml's keys are rt_lib.footprint's labels of the paper
+    profile's steps (a renamed label would silently leave a row an estimate)."""
+    import yaml
+
+    for entry in yaml.safe_load((PROJECT_ROOT / "benchmarks" / "gpu_step_times.yaml").read_text()):
+        for name, steps in entry["ms_per_step"].items():
+            exp = registry()[name]
+            labels = {shape.label for shape in exp.step_shapes(exp.profile_params("paper"))}
+            assert set(steps) <= labels, (name, set(steps) - labels)
