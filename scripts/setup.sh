@@ -8,6 +8,11 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv with $($PYTHON --version 2>&1)"
   "$PYTHON" -m venv .venv
 fi
+if [ -f .venv/.rt-companion-offline ]; then
+  # installed from a wheelhouse with the machine's own torch (scripts/setup_offline.sh): pip here
+  # would need the network, or with it replace that torch by the pinned CPU build
+  exit 0
+fi
 stamp=.venv/.rt-companion-installed
 want=$(cat requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
