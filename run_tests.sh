@@ -7,7 +7,7 @@
 # notebook only once those whose results it reads have finished.  RT_TEST_JOBS=0 runs everything
 # in this process.  The 20 slowest tests are listed at the end (where the time goes: the budget
 # is 60 minutes).  A cell may take up to 30 minutes (the training cells of 01 and 04 are the
-# longest: the README has their times).
+# longest: docs/measurements.md has their times).
 # The paper-profile smoke run end to end (tests/test_smoke.py) runs too; RT_TEST_SMOKE=0 skips it.
 set -euo pipefail
 cd "$(dirname "$0")"

@@ -1,4 +1,4 @@
-"""The GPU planning table of the paper profile (README, "Running the paper profile").
+"""The GPU planning table of the paper profile (docs/profiles.md, the planning table).
 
     source scripts/kernel_env.sh; source scripts/data_env.sh
     .venv/bin/python benchmarks/paper_plan.py [--profile paper] [--jobs 2] [NN ...]

@@ -1,7 +1,8 @@
 """A plain eager PyTorch implementation of the miiii model: the benchmark's reference point.
 
-What a straightforward port of the model (Syrkis & Søgaard 2024, SPEC B; dropout on the residual
-stream after each add, as their code) computes per step: every position through attention and the MLP (nanoGPT-style fused QKV linear), the output position read
+What a straightforward port of the model (Syrkis & Søgaard 2024; docs/papers.md, miiii: model and task;
+dropout on the residual stream after each add, as their code) computes per step: every position
+through attention and the MLP (nanoGPT-style fused QKV linear), the output position read
 out by a per-head einsum over all q_max classes with the classes beyond q masked, and the
 cross-entropy over the [b, q, n_tasks] layout.  Same parameters, same FLOPs per useful output as
 the rt_lib model, none of its shortcuts; used only by ``bench_all.py`` (the issue's "plain eager

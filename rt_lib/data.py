@@ -1,4 +1,4 @@
-"""TinyStories text (Eldan & Li 2023; Zhong & Andreas §6, SPEC A task 6).
+"""TinyStories text (Eldan & Li 2023; Zhong & Andreas §6; docs/papers.md, random transformers: tasks).
 
 Stories come from local text files, a path given as a parameter or in ``$RT_TINYSTORIES`` (a
 file, or a folder whose ``*.txt`` files are read in name order), with stories separated by

@@ -1,5 +1,6 @@
-"""miiii analysis (Syrkis & Søgaard 2024, section 4; SPEC B): positional-embedding correlation,
-singular values and Fourier spectra of the token embedding, MLP neurons over the p x p input grid.
+"""miiii analysis (Syrkis & Søgaard 2024, section 4; docs/papers.md, miiii: training):
+positional-embedding correlation, singular values and Fourier spectra of the token embedding, MLP
+neurons over the p x p input grid.
 
 Conventions: ``p`` digits are tokens 0..p-1 (token p is "="); the input grid is indexed
 ``[first, second]`` = ``[x1, x0]`` for T_miiii (n = x0 + x1 * p) and ``[a, b]`` for T_nanda, i.e. in

@@ -1,4 +1,5 @@
-"""Grokfast's EMA gradient filter (Lee et al. 2024), as miiii trains with it (SPEC B).
+"""Grokfast's EMA gradient filter (Lee et al. 2024), as miiii trains with it
+(docs/papers.md, miiii: training).
 
 Before each optimiser step every gradient g is amplified along its slow component:
 e <- alpha * e + (1 - alpha) * g;  g <- g + lamb * e.

@@ -2,10 +2,12 @@
 
 One `Transformer` class covers both papers:
 
-* Zhong & Andreas (2024), SPEC A: GPT-2 style, pre-LayerNorm, learned positions, GELU (tanh),
-  MLP 4*d, causal, untied unembedding without bias, N(0, 0.02^2) init.
-* Syrkis & Sogaard (2024), SPEC B ("miiii"): no LayerNorm, no biases, ReLU, non-causal, He init,
-  one unembedding per prime with the logits beyond q masked.  Set via :func:`miiii_config`.
+* Zhong & Andreas (2024) (docs/papers.md, random transformers: model): GPT-2 style,
+  pre-LayerNorm, learned positions, GELU (tanh), MLP 4*d, causal, untied unembedding without
+  bias, N(0, 0.02^2) init.
+* Syrkis & Sogaard (2024), "miiii" (docs/papers.md, miiii: model and task): no LayerNorm, no biases,
+  ReLU, non-causal, He init, one unembedding per prime with the logits beyond q masked.  Set via
+  :func:`miiii_config`.
 
 Shapes use b = batch, t = positions, d = d_model, h = n_heads, k = d_head, m = d_mlp, v = vocab.
 The shortcuts of a last-position forward live beside the model, in :mod:`rt_lib.fast_paths`.
@@ -54,7 +56,9 @@ class TransformerConfig:
     d_vocab: int  # input tokens; every task states its own vocabulary
     n_ctx: int  # longest input; learned positions need a fixed table
     d_model: int = 128  # residual width: the paper's main knob (16 vs 1024 in Table 1)
-    n_layers: int = 2  # 2 for the synthetic tasks (SPEC A), 1 for miiii (SPEC B)
+    # n_layers: 2 for the synthetic tasks (docs/papers.md, random transformers: model), 1 for miiii
+    # (docs/papers.md, miiii: model and task)
+    n_layers: int = 2
     n_heads: int = 4  # 4 for the synthetic tasks and the miiii best run
     d_mlp: int | None = None  # None -> 4 * d_model, as in GPT-2 and the miiii FFN
     d_vocab_out: int | None = None  # output classes; None -> d_vocab (a shared LM vocabulary)
@@ -63,12 +67,13 @@ class TransformerConfig:
     layernorm: bool = True  # pre-LN in GPT-2; miiii drops it for interpretability
     bias: bool = True  # GPT-2 has biases (frozen at 0 in random models); miiii has none
     causal: bool = True  # decoder LM; miiii reads the whole input, so non-causal
-    # "gpt2": N(0, 0.02^2) with scaled out-projections (SPEC A); "he": He normal, fan-in = the
-    # input axis; "he_jax": jax's he_normal, which the miiii code uses for every weight (SPEC B):
+    # "gpt2": N(0, 0.02^2) with scaled out-projections (docs/papers.md, random transformers: model);
+    # "he": He normal, fan-in = the input axis; "he_jax": jax's he_normal, which the miiii code
+    # uses for every weight (docs/papers.md, miiii: the authors' code beyond the text):
     # a normal truncated at 2 std and rescaled to std sqrt(2 / fan-in), fan-in = the product of
     # all axes but the last (h * d for W_Q/W_K/W_V, n_tasks * d for a multi-task W_U)
     init: Literal["gpt2", "he", "he_jax"] = "gpt2"
-    init_std: float = 0.02  # GPT-2's initializer_range (SPEC A)
+    init_std: float = 0.02  # GPT-2's initializer_range (docs/papers.md, random transformers: model)
     pos_embed: Literal["learned", "sinusoidal"] = "learned"  # sinusoidal = frozen (Table 2 ablation)
     dropout: float = 0.0  # 0 for the synthetic tasks; miiii uses 0.1
     # Where dropout acts: "gpt2" = embeddings, attention pattern and each sublayer's output before
@@ -123,7 +128,8 @@ class TransformerConfig:
 
 def miiii_config(p: int, d_model: int = 256, n_heads: int = 4, dropout: float = 0.1,
                  out_sizes: tuple[int, ...] | None = None, **overrides) -> TransformerConfig:
-    """The miiii model of Syrkis & Sogaard (SPEC B) as a configuration of the same Transformer.
+    """The miiii model of Syrkis & Sogaard (docs/papers.md, miiii: model and task) as a
+    configuration of the same Transformer.
 
     Input [x1, x0, "="] over a vocabulary of p digits plus "="; one block; no LN, no biases, ReLU,
     non-causal attention.  By default as the miiii code builds it (``miiii/model.py`` at ab76fe1):
@@ -267,7 +273,8 @@ class MLP(nn.Module):
 
 
 class BatchDropout(nn.Module):
-    """Dropout with one mask [1, ...] for the whole batch (the miiii code's draw, SPEC B)."""
+    """Dropout with one mask [1, ...] for the whole batch (the miiii code's draw:
+    docs/papers.md, miiii: the authors' code beyond the text)."""
 
     def __init__(self, p: float):
         super().__init__()
@@ -294,7 +301,8 @@ def init_parameter(leaf: str, param: Tensor, cfg: TransformerConfig) -> None:
     elif cfg.init == "gpt2":
         std = cfg.init_std
         if leaf in ("W_O", "W_out"):
-            # GPT-2 scales residual-stream writers by 1/sqrt(2 n_layers) (SPEC A).
+            # GPT-2 scales residual-stream writers by 1/sqrt(2 n_layers)
+            # (docs/papers.md, random transformers: model).
             std = cfg.init_std / math.sqrt(2 * cfg.n_layers)
         param.normal_(0.0, std)
     elif cfg.init == "he":
@@ -417,7 +425,7 @@ class Transformer(nn.Module):
 class LSTMConfig:
     d_vocab: int  # input tokens
     d_model: int = 128  # embedding and hidden width, matched to the transformer it is compared to
-    n_layers: int = 2  # the paper's LSTM baseline has 2 layers (SPEC A)
+    n_layers: int = 2  # the paper's LSTM baseline: 2 layers (docs/papers.md, random transformers: model)
     d_vocab_out: int | None = None  # output classes; None -> d_vocab
     trainable: LSTMTrainable = "all"  # "embeddings": only embedding and readout train
     n_ctx: int | None = None  # unused (no positions); kept so tasks can size any model alike

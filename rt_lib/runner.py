@@ -612,7 +612,7 @@ def report_footprints(profile: str, names: list[str], root: Path) -> None:
           "meta device at that batch and taken here at a smaller one):", flush=True)
     start = time.perf_counter()
     # Steps cheaper than 5e10 FLOPs are taken whole here, dearer ones estimated: a minute or two
-    # (benchmarks/paper_plan.py measures more of them whole, for the README's planning table).
+    # (benchmarks/paper_plan.py measures more of them whole, for the planning table in docs/profiles.md).
     table = profile_footprints(profile, names, max_flops=5e10, jobs=default_jobs())
     if table.empty:
         return

@@ -1,6 +1,6 @@
 """One training loop for every experiment: AdamW, warm-up + cosine, clipping, sparse evaluation.
 
-Settings follow Zhong & Andreas (SPEC A, "Optimiser for synthetic tasks"): AdamW lr 1e-3,
+Settings follow Zhong & Andreas (docs/papers.md, random transformers: training): AdamW lr 1e-3,
 weight decay 1e-3 on matrices only, betas (0.9, 0.999), grad-norm clip 1, 500 warm-up steps then
 cosine decay to 0.  Batches are a pure function of (seed, step), so a run resumed from a
 checkpoint sees exactly the batches the uninterrupted run would have.
@@ -32,12 +32,15 @@ from rt_lib.tasks.base import Task
 class TrainConfig:
     steps: int = 1000  # optimiser steps (the paper: 50,000 for modular addition)
     batch_size: int | None = 4000  # None = full batch; 4000 is the authors' modular-addition batch
-    lr: float = 1e-3  # peak learning rate after warm-up (SPEC A)
-    weight_decay: float = 1e-3  # AdamW decay on matrices; none on biases and LayerNorm (SPEC A)
+    lr: float = 1e-3  # peak learning rate after warm-up (docs/papers.md, random transformers: training)
+    # AdamW decay on matrices; none on biases and LayerNorm
+    # (docs/papers.md, random transformers: training)
+    weight_decay: float = 1e-3
     betas: tuple[float, float] = (0.9, 0.999)  # AdamW defaults, as in the authors' code
-    warmup_steps: int = 500  # linear warm-up (SPEC A)
+    warmup_steps: int = 500  # linear warm-up (docs/papers.md, random transformers: training)
     schedule: Literal["cosine", "constant"] = "cosine"  # after warm-up: cosine to 0, or flat
-    grad_clip: float | None = 1.0  # global grad-norm clip (SPEC A); None disables
+    # global grad-norm clip (docs/papers.md, random transformers: training); None disables
+    grad_clip: float | None = 1.0
     eval_every: int = 100  # evaluation is sparse: it costs a pass over every eval set
     eval_log_points: int | None = None  # if set: evaluate at ~this many log-spaced steps instead
     # (grokking runs span decades of epochs: every decade gets the same number of points)
@@ -145,7 +148,8 @@ def lr_lambda(cfg: TrainConfig) -> Callable[[int], float]:
 def param_groups(params: Iterable[torch.Tensor], weight_decay: float,
                  matrix_ndim: int = 2) -> list[dict]:
     """AdamW groups of the trainable ``params``: ``weight_decay`` on matrices, none on vectors
-    (biases, LayerNorm; SPEC A).  A matrix has at least ``matrix_ndim`` axes: 2, or 3 where
+    (biases, LayerNorm; docs/papers.md, random transformers: training).  A matrix has at least
+    ``matrix_ndim`` axes: 2, or 3 where
     restarts are stacked along a leading seed axis (rt_lib/batched.py)."""
     params = [p for p in params if p.requires_grad]
     if not params:

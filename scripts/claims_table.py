@@ -1,4 +1,4 @@
-"""The claims a run recorded, as a Markdown table (the README's and a closing note's).
+"""The claims a run recorded, as a Markdown table (docs/claims.md's and a closing note's).
 
     .venv/bin/python scripts/claims_table.py [results root]      # default: results/
 

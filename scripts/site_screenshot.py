@@ -1,4 +1,4 @@
-"""The README's picture of the companion site: its claims table, as headless Chromium draws it.
+"""A picture of the companion site: its claims table, as headless Chromium draws it.
 
     .venv/bin/python scripts/site_screenshot.py results/site/index.html docs/site_claims.png
 

@@ -27,7 +27,7 @@ def test_bf16_forward_is_fp32_up_to_bf16_rounding_and_the_loss_stays_fp32():
 def test_bf16_training_reaches_the_fp32_accuracy_on_modular_addition():
     # p = 23, fully trained width 64, 300 full-batch steps: fp32 reaches 0.96 test accuracy,
     # bf16 0.94 (measured).  Where bf16 does not hold (the random transformer of the CPU profile
-    # of notebook 01: 0.38 against 1.00) it stays off; see the README's Benchmark section.
+    # of notebook 01: 0.38 against 1.00) it stays off; see benchmarks/README.md.
     task = modular_addition(23, 0.9, 0)
     cfg = TransformerConfig(d_vocab=23, n_ctx=2, d_model=64, n_heads=4)
     accs = {}

@@ -135,8 +135,9 @@ def test_trainable_setting_names_the_trainable_parameters(trainable):
 
 
 def test_parameter_counts_match_the_authors_gpt2():
-    # SPEC A, memorisation at width 128: 659,584 trainable parameters fully trained and 262,784
-    # random; their difference is the frozen core (2 blocks + final LayerNorm) = 396,800.
+    # Memorisation at width 128 (docs/papers.md, random transformers: tasks): 659,584 trainable
+    # parameters fully trained and 262,784 random; their difference is the frozen core (2 blocks
+    # + final LayerNorm) = 396,800.
     cfg = tiny(d_vocab=1025, n_ctx=3, d_model=128, trainable="embeddings")
     random_model = build_model(cfg, 0)
     assert count_params(random_model) == 262_784  # (1025 + 3 + 1025) * 128
@@ -262,7 +263,8 @@ def test_model_module_stands_alone_and_its_transformer_stays_short():
     assert len(lines) <= 110
 
 
-# --- the miiii code's initialisation and dropout draw (SPEC B) -----------------------------------
+# --- the miiii code's initialisation and dropout draw -------------------------------------------
+# (docs/papers.md, miiii: the authors' code beyond the text)
 
 def test_he_jax_init_matches_jax_he_normal_formula():
     """jax's he_normal: fan-in = product of all axes but the last, a normal truncated at 2 std

@@ -162,7 +162,7 @@ def test_no_footprints_needs_the_smoke_test(capsys):
 def test_the_paper_profile_smoke_test_runs_end_to_end(tmp_path):
     """Every notebook at the paper's shapes, a handful of steps, readers reading the smoke runs
     (the footprint table left out: the test above takes it).  One notebook at a time beside the
-    nbval notebooks (the README has its time); RT_TEST_SMOKE=0 leaves it out of a quick local
+    nbval notebooks (docs/measurements.md has its time); RT_TEST_SMOKE=0 leaves it out of a quick local
     run."""
     if os.environ.get("RT_TEST_SMOKE") == "0":
         pytest.skip("RT_TEST_SMOKE=0: the paper-profile smoke run left out "

@@ -109,7 +109,8 @@ def test_stream_never_yields_a_test_sequence():
 
 
 def test_the_test_set_follows_the_task_distribution():
-    # SPEC A: about 52 % of parenthesis strings are balanced; the test set is a plain draw.
+    # About 52 % of parenthesis strings are balanced
+    # (docs/papers.md, random transformers: tasks); the test set is a plain draw.
     task = Parentheses(max_pairs=8, n_test=4000)
     frac = sum(balanced_reference(task.test[0])) / 4000
     assert 0.47 < frac < 0.57
@@ -217,7 +218,7 @@ def test_parentheses_mix_is_about_52_percent_balanced():
     task = Parentheses(max_pairs=30, n_test=10)
     x, _ = task.sample(20_000, torch.Generator().manual_seed(0))
     frac = sum(balanced_reference(x)) / len(x)
-    assert 0.48 < frac < 0.56  # SPEC A: ~52 %, the majority baseline
+    assert 0.48 < frac < 0.56  # ~52 %, the majority baseline (docs/papers.md, random transformers: tasks)
 
 
 def test_random_dyck_words_are_balanced_and_uniform():
@@ -269,7 +270,7 @@ def test_memorisation_model_has_the_authors_parameter_counts(layout):
     task = memorisation(512, layout=layout)
     random_model = build_model(model_config("random transformer", task, 128, 2, 4), 0)
     trained = build_model(model_config("trained transformer", task, 128, 2, 4), 0)
-    assert count_params(random_model) == 262_784  # SPEC A, Table 3
+    assert count_params(random_model) == 262_784  # Table 3 (docs/papers.md, random transformers: tasks)
     assert count_params(trained) == 659_584
     assert task.bits == 2_359_296
 

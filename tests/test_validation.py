@@ -36,7 +36,7 @@ CASES = [
     ("05", "widths", [16.5], ""),
     ("06", "tasks", ["sorting"], "decimal addition"),
     ("06", "variants", ["random: nothing"], "random transformer"),
-    ("06", "task_profile", "gpu", "paper"),
+    ("06", "task_profile", "tpu", "paper"),
     ("07", "widths", [-16], ""),
     ("08", "vocab_size", 10, ""),
     ("08", "data_path", "/nonexistent/tinystories", "does not exist"),

@@ -1,4 +1,5 @@
-"""Experiment 06: which embedding matrices must train (Zhong & Andreas Table 2; SPEC A).
+"""Experiment 06: which embedding matrices must train (Zhong & Andreas Table 2;
+docs/papers.md, random transformers: model).
 
 A random transformer trains three matrices: token embedding W_E, position embedding W_pos and
 unembedding W_U.  Table 2 trains fewer: W_U alone; W_E and W_pos alone; W_E and W_U with W_pos

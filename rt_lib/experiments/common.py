@@ -29,8 +29,9 @@ from rt_lib.tasks.base import Task
 from rt_lib.train import TrainConfig, TrainResult, train
 
 #: kind -> (architecture, trainable parts, transformer settings).  "random" = only the token
-#: embedding, position embedding and unembedding train (SPEC A).  The last four are the embedding
-#: ablations of Table 2: which of the three trained matrices a random transformer needs.
+#: embedding, position embedding and unembedding train
+#: (docs/papers.md, random transformers: model).  The last four are the embedding ablations of Table 2:
+#: which of the three trained matrices a random transformer needs.
 MODEL_KINDS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "random transformer": ("transformer", "embeddings", {}),
     "trained transformer": ("transformer", "all", {}),
@@ -69,20 +70,20 @@ class GridParams(Params):
 
     models: tuple[str, ...] = ("random transformer", "trained transformer", "trained LSTM")
     widths: tuple[int, ...] = (256,)  # d_model; Table 1 reports 16 and 1024
-    n_layers: int = 2  # SPEC A: depth 2 for the synthetic tasks
-    n_heads: int = 4  # SPEC A
+    n_layers: int = 2  # depth 2 for the synthetic tasks (docs/papers.md, random transformers: model)
+    n_heads: int = 4  # docs/papers.md, random transformers: model
     restarts: int = 1  # seeds per (model, width); the paper: 10
     batch_restarts: bool = False  # restarts as one stacked model (rt_lib.batched); on CPU only
     # small models gain (benchmarks/bench_all.py: 1.5-2.3x at width 16), long sequences lose
     steps: int = 1000
     batch_size: int | None = None  # None = full batch (finite tasks only)
-    lr: float = 1e-3  # SPEC A
-    lstm_lr: float = 5e-3  # the paper's LSTM learning rate (SPEC A)
+    lr: float = 1e-3  # docs/papers.md, random transformers: training
+    lstm_lr: float = 5e-3  # the paper's LSTM lr (docs/papers.md, random transformers: training)
     lstm_steps: int | None = None  # None = same as steps
     trained_steps: int | None = None  # steps of the fully trained transformer; None = steps
     trained_lr: float | None = None  # lr of the fully trained transformer; None = lr
-    weight_decay: float = 1e-3  # SPEC A, matrices only
-    warmup_steps: int = 500  # SPEC A
+    weight_decay: float = 1e-3  # matrices only (docs/papers.md, random transformers: training)
+    warmup_steps: int = 500  # docs/papers.md, random transformers: training
     eval_every: int = 100
     # Rows kept of each evaluation set (None: all of them).  A finite task evaluates its whole
     # training split too: at the paper's p = 199 that is 37,621 rows per evaluation, a
@@ -127,7 +128,8 @@ class GridParams(Params):
         self.task()
 
     def lstm_overrides(self) -> dict:
-        """The paper's LSTM lr (SPEC A); optionally fewer steps, the LSTM being slowest on CPU."""
+        """The paper's LSTM lr (docs/papers.md, random transformers: training); optionally fewer
+        steps, the LSTM being slowest on CPU."""
         extra: dict[str, Any] = {"lr": self.lstm_lr}
         if self.lstm_steps is not None:
             extra["steps"] = self.lstm_steps
@@ -277,7 +279,8 @@ def train_grid(task: Task, params: GridParams, checkpoint_dir: str | None = None
     on CPU it pays only for small models (benchmarks/bench_all.py, group "restarts").
 
     Training settings change per model kind (``params.kind_overrides()``: the LSTM's own lr,
-    SPEC A) and every transformer gets ``params.transformer_overrides()`` (e.g. dropout);
+    docs/papers.md, random transformers: training) and every transformer gets
+    ``params.transformer_overrides()`` (e.g. dropout);
     ``meta`` is stored in every checkpoint (what rebuilds the task).
     ``resume_dir``: each run checkpoints there (every tenth of its steps) and resumes from it, so
     an interrupted grid continues where it stopped and ends as the uninterrupted one would.

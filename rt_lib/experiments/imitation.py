@@ -1,4 +1,5 @@
-"""Experiment 10: circuit imitation (Zhong & Andreas, Figure 6; SPEC A.7).
+"""Experiment 10: circuit imitation (Zhong & Andreas, Figure 6;
+docs/papers.md, random transformers: tasks).
 
 A random transformer (embeddings and unembedding trained) imitates, by KL at the last position,
 random target transformers of growing width.  Settings not in the paper's text come from the

@@ -30,7 +30,9 @@ class MemorisationParams(GridParams):
     widths: tuple[int, ...] = (48,)  # the paper: 128 (with n = 512); here the trained model fits all labels
     steps: int = 1500
     batch_size: int | None = 4096
-    lr: float = 5e-3  # what the authors' code ran (hdmemorize_exp.py; SPEC A)
+    # what the authors' code ran (hdmemorize_exp.py;
+    # docs/papers.md, random transformers: the authors' code beyond the text)
+    lr: float = 5e-3
     weight_decay: float = 1e-4  # the authors' memorisation run
     warmup_steps: int = 100
     eval_every: int = 150

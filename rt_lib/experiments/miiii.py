@@ -1,4 +1,5 @@
-"""Experiment 11: training miiii and its baselines (Syrkis & Søgaard 2024; SPEC B).
+"""Experiment 11: training miiii and its baselines (Syrkis & Søgaard 2024;
+docs/papers.md, miiii: training).
 
 One 1-layer transformer (the miiii configuration) per task variant, full batch, AdamW with betas
 (0.9, 0.98), the ln(q)-weighted loss and grokfast.  Each run keeps weight snapshots at
@@ -58,20 +59,22 @@ class MiiiiParams(Params):
     p: int = 37  # prime; one head per prime below it: 2, 3, ..., 31 (11 heads); the paper: 113
     variants: tuple[str, ...] = ("miiii", "nanda", "masked", "basis")  # tasks trained (T_<name>)
     lambda_zero: bool = True  # also T_miiii without grokfast
-    dropout_zero: bool = True  # also T_miiii without dropout ("all but q = 2, 3 overfit", SPEC B)
+    # also T_miiii without dropout ("all but q = 2, 3 overfit"; docs/papers.md, miiii: training)
+    dropout_zero: bool = True
     split: str = "code"  # code: train_fraction / rest validation; paper: 30 % / n_valid / test
     train_fraction: float | None = 0.8  # share of the p^2 numbers trained on
     n_valid: int = 1000  # validation size of the paper split
     combine: str = "sum"  # heads" losses summed (paper) or averaged (code: mean)
     d_model: int = 128
     n_heads: int = 4
-    dropout: float = 0.2  # without dropout only q in {2, 3} generalise (SPEC B)
+    dropout: float = 0.2  # without dropout only q in {2, 3} generalise (docs/papers.md, miiii: training)
     dropout_at: str = "gpt2"  # "residual": the miiii code's placement (the paper profile; faster:
     # embeddings undropped, so keys/values come from per-token tables); "gpt2": embeddings,
     # attention and sublayer outputs, where the CPU recipe was found (with "residual" at p = 37
     # only q = 2, 3 generalised in 10,000 epochs and T_nanda not in 1,500)
-    # The miiii code's init and dropout draw (SPEC B): "he_jax" (jax's he_normal: truncated,
-    # fan-in over all axes but the last) and one dropout mask per step for the whole batch
+    # The miiii code's init and dropout draw (docs/papers.md, miiii: the authors' code beyond the text):
+    # "he_jax" (jax's he_normal: truncated, fan-in over all axes but the last) and one dropout
+    # mask per step for the whole batch
     init: str = "he"  # "he": He normal with fan-in = the input axis (the CPU recipe's)
     dropout_mask: str = "sample"  # "batch": the miiii code's shared mask
     lr: float = 0.003  # AdamW, constant
@@ -86,7 +89,7 @@ class MiiiiParams(Params):
     epochs: int = 4000
     baseline_epochs: int | None = None  # epochs of the runs other than T_miiii (None: epochs)
     # variants trained for `epochs` like T_miiii whatever baseline_epochs says: in T_masked the
-    # first heads generalise after a 1,500-epoch budget would end (p = 37, three seeds: README)
+    # first heads generalise after a 1,500-epoch budget would end (p = 37, three seeds: docs/scale.md)
     full_epoch_variants: tuple[str, ...] = ("masked",)
     eval_points: int = 60  # log-spaced evaluations
     n_snapshots: int = 12  # log-spaced weight snapshots for notebooks 12-13

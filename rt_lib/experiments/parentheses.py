@@ -45,7 +45,8 @@ class ParenthesesParams(GridParams):
 
 
 def majority_baseline(task: Parentheses) -> float:
-    """Accuracy of always answering the test set's more common label (~52 %, SPEC A)."""
+    """Accuracy of always answering the test set's more common label (~52 %,
+    docs/papers.md, random transformers: tasks)."""
     y, _ = task.answers(*task.test)
     return (y == y.mode().values).float().mean().item()
 

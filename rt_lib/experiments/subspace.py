@@ -1,4 +1,5 @@
-"""Experiment 09: subspace selection (Zhong & Andreas §5, Tables 4, 5, 7; SPEC A.7).
+"""Experiment 09: subspace selection (Zhong & Andreas §5, Tables 4, 5, 7;
+docs/papers.md, random transformers: tasks).
 
 How much of the variance of the hidden states lies along their top-10 principal components,
 and how much along their top-10 coordinates ("neurons"), in random and fully trained

@@ -1,4 +1,5 @@
-"""Experiment 08: language modelling on TinyStories (Zhong & Andreas §6, Figures 4-5; SPEC A.6).
+"""Experiment 08: language modelling on TinyStories (Zhong & Andreas §6, Figures 4-5;
+docs/papers.md, random transformers: tasks).
 
 Random (embedding-only) and fully trained 4-layer transformers across a width sweep, scored by
 validation cross-entropy (nats per token on held-out stories), plus sampled completions of the
@@ -47,8 +48,8 @@ class TinyStoriesParams(GridParams):
     # already, and width 256 alone would take a fifth of the profile's 45 minutes of two cores.
     # The paper profile trains both at every width.
     random_widths: tuple[int, ...] = ()
-    n_layers: int = 4  # SPEC A.6
-    n_heads: int = 8  # SPEC A.6
+    n_layers: int = 4  # docs/papers.md, random transformers: model
+    n_heads: int = 8  # docs/papers.md, random transformers: model
     data_path: str | None = None  # None -> $RT_TINYSTORIES (or the hub with from_hub)
     from_hub: bool = False  # download roneneldan/TinyStories with `datasets` (needs network)
     max_stories: int | None = None  # None = every story found
@@ -62,7 +63,7 @@ class TinyStoriesParams(GridParams):
     steps: int = 400
     batch_size: int | None = 32
     lr: float = 1e-2
-    weight_decay: float = 0.1  # SPEC A.6
+    weight_decay: float = 0.1  # docs/papers.md, random transformers: training
     warmup_steps: int = 40
     eval_every: int = 100
     prompts: tuple[str, ...] = DEFAULT_PROMPTS
@@ -81,7 +82,7 @@ class TinyStoriesParams(GridParams):
     #: their steps (rt_lib.footprint). The trained width-4,096 model's weights, gradients and
     #: AdamW moments alone take 14 GiB, more than fits beside the grid on this 24 GiB machine;
     #: width 2,048 fits, but its two models were the costliest part of the test command's
-    #: smoke run (the README has the figures).
+    #: smoke run (docs/profiles.md has the figures).
     SMOKE_MAX_WIDTH: ClassVar[int] = 1024
 
     @classmethod

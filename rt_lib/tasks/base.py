@@ -103,10 +103,11 @@ class StreamTask(Task):
     Subclasses define :meth:`sample` (``n`` random examples from a generator).  The test set is
     ``n_test`` draws from the task's distribution with ``test_seed``; every training batch is
     drawn from a generator seeded by (seed, step), and rows equal to a test sequence are
-    replaced by fresh draws (SPEC A).  The test set thus follows the task's distribution
-    exactly, and the stream follows it conditioned on not being a test sequence.  Where single
-    sequences carry much probability (Dyck strings of a few pairs) the test set holds all of
-    them and training never sees them: accuracy on them is generalisation, not recall.
+    replaced by fresh draws (docs/papers.md, random transformers: tasks).  The test set
+    thus follows the task's distribution exactly, and the stream follows it conditioned on not
+    being a test sequence.  Where single sequences carry much probability (Dyck strings of a few
+    pairs) the test set holds all of them and training never sees them: accuracy on them is
+    generalisation, not recall.
     """
 
     max_draws = 50  # rounds of resampling before a too-small sequence space is reported

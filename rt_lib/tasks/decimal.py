@@ -1,4 +1,4 @@
-"""Decimal addition (Zhong & Andreas §4.3; SPEC A task 3).
+"""Decimal addition (Zhong & Andreas §4.3; docs/papers.md, random transformers: tasks).
 
 Two operands of exactly ``n_digits`` digits, written least-significant digit first, then their
 sum, also least-significant first, and a stop token::

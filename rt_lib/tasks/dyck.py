@@ -1,4 +1,4 @@
-"""Parenthesis balancing, Dyck-1 (Zhong & Andreas §4.4; SPEC A task 4).
+"""Parenthesis balancing, Dyck-1 (Zhong & Andreas §4.4; docs/papers.md, random transformers: tasks).
 
 A string of '(' and ')' followed by '?'; the answer is ')' if the string is balanced and '('
 otherwise.  Two generators (``generator``), both with the authors' mix: one third random strings

@@ -1,4 +1,5 @@
-"""Circuit imitation (Zhong & Andreas, Figure 6; SPEC A.7): fit a random target transformer.
+"""Circuit imitation (Zhong & Andreas, Figure 6; docs/papers.md, random transformers: tasks):
+fit a random target transformer.
 
 A randomly initialised *target* transformer maps uniformly random token sequences to a
 distribution over the vocabulary at the last position.  A model imitates it by minimising

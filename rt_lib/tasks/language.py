@@ -1,4 +1,5 @@
-"""Language modelling on a token stream (Zhong & Andreas §6, Figures 4-5; SPEC A task 6).
+"""Language modelling on a token stream (Zhong & Andreas §6, Figures 4-5;
+docs/papers.md, random transformers: tasks).
 
 :class:`LanguageModelling` is the :class:`~rt_lib.tasks.base.Task` the training loop sees: random
 windows of ``n_ctx + 1`` tokens of the training stream (stories joined by the end-of-text token),

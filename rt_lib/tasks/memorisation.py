@@ -1,4 +1,5 @@
-"""Memorisation of random labels (Zhong & Andreas §5; SPEC A task 5, Table 3).
+"""Memorisation of random labels (Zhong & Andreas §5, Table 3;
+docs/papers.md, random transformers: tasks).
 
 Every pair (x, y) with x, y < n gets an independent uniform label z < n; the model is trained
 and evaluated on all n² pairs, so accuracy measures storage, not generalisation.  Two layouts

@@ -1,4 +1,5 @@
-"""Prime remainders (Syrkis & Søgaard 2024, "miiii"; SPEC B): T_miiii and its baselines.
+"""Prime remainders (Syrkis & Søgaard 2024, "miiii"; docs/papers.md, miiii: model and task):
+T_miiii and its baselines.
 
 Every n < p^2 is written as two base-p digits, n = x0 + x1 * p, and read as [x1, x0, "="] (the
 authors' code; vocabulary p + 1, "=" = p).  T_miiii has one output head per prime q < p
@@ -28,7 +29,8 @@ from rt_lib.primes import is_prime, primes_below
 
 MiiiiVariant = Literal["miiii", "nanda", "basis", "masked"]
 VARIANTS = ("miiii", "nanda", "basis", "masked")
-MASKED_PRIMES = (2, 3, 5, 7)  # T_masked: the primes whose losses are dropped (SPEC B)
+# T_masked: the primes whose losses are dropped (docs/papers.md, miiii: model and task)
+MASKED_PRIMES = (2, 3, 5, 7)
 Split = Literal["paper", "code"]
 
 

@@ -1,4 +1,5 @@
-"""Modular addition, (a + b) mod p (Zhong & Andreas, section 4.1; SPEC A task 1)."""
+"""Modular addition, (a + b) mod p (Zhong & Andreas, section 4.1;
+docs/papers.md, random transformers: tasks)."""
 
 from __future__ import annotations
 

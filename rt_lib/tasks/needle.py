@@ -1,4 +1,5 @@
-"""Needle-in-a-haystack: in-context associative recall (Zhong & Andreas §4.2; SPEC A task 2).
+"""Needle-in-a-haystack: in-context associative recall (Zhong & Andreas §4.2;
+docs/papers.md, random transformers: tasks).
 
 A sequence lists k marker/value pairs, then asks for one marker again; the answer is the value
 that followed it::

@@ -1,0 +1,65 @@
+"""Every notebook opens with the claim (issue 31): a short first markdown cell, and a last markdown cell
+for what the first one no longer carries (how the scale was chosen, measurements, tables).
+
+Reads the committed .ipynb files as JSON only: no kernel, no rt_lib import."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+MAX_WORDS = 250
+# a hash-like token: 7-40 hex digits with at least one letter and one digit
+HEX = re.compile(r"\b[0-9a-f]{7,40}\b")
+# a wall time in prose: "12 s", "3.5 min", "40 minutes", "2 hours"
+WALL_TIME = re.compile(r"\b\d+(?:[.,]\d+)?\s?(?:s|secs?|seconds?|mins?|minutes?|h|hours?)\b")
+# the sections of docs/papers.md that a parameters cell may cite
+SECTIONS = {"random transformers": {"model", "tasks", "training", "the authors' code beyond the text"},
+            "miiii": {"model and task", "training", "the authors' code beyond the text"}}
+CITATION = re.compile(r"\(docs/papers\.md, ([^:()]+): ([^()]+)\)")
+
+
+def _cells(path: Path) -> list[dict]:
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+def _text(cell: dict) -> str:
+    return "".join(cell["source"])
+
+
+def test_there_are_notebooks():
+    assert len(NOTEBOOKS) >= 15
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_the_first_cell_states_the_claim_briefly(path):
+    first = _cells(path)[0]
+    assert first["cell_type"] == "markdown", "the first cell must be the markdown introduction"
+    text = _text(first)
+    words = len(re.findall(r"\S+", text))
+    assert words <= MAX_WORDS, f"{path.name}: the first cell has {words} words (at most {MAX_WORDS})"
+    hashes = [h for h in HEX.findall(text) if re.search(r"[a-f]", h) and re.search(r"\d", h)]
+    assert not hashes, f"{path.name}: a commit hash in the first cell: {hashes}"
+    times = [m.group(0) for m in WALL_TIME.finditer(text)]
+    assert not times, f"{path.name}: a wall time in the first cell: {times}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_the_last_cell_is_markdown(path):
+    last = _cells(path)[-1]
+    assert last["cell_type"] == "markdown", f"{path.name}: the last cell must be markdown"
+    assert _text(last).startswith("## "), f"{path.name}: the last cell should open with a '## ' heading"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_the_parameters_cell_cites_docs_papers(path):
+    cells = [c for c in _cells(path) if "parameters" in c.get("metadata", {}).get("tags", [])]
+    assert len(cells) == 1, f"{path.name}: one cell tagged parameters"
+    text = _text(cells[0])
+    assert "SPEC" not in text, f"{path.name}: cite docs/papers.md, not SPEC A/B"
+    for paper, section in CITATION.findall(text):
+        assert section in SECTIONS.get(paper, set()), f"{path.name}: no section '{paper}: {section}'"
