@@ -12,15 +12,22 @@ run, so that a claim reads across: this profile, the kept runs, the paper's valu
 
 Rendering is nbconvert's (its lab template, :data:`TEMPLATE`, with every fetch from a CDN left
 out), the index included: it is built as a notebook of markdown and tables and rendered alike.
-Nothing is fetched at build or view time; a page needs only its folder.  The kernel-free
-explorers (:mod:`rt_lib.frames`) are plain outputs of their notebooks, so they come along.
-Exploration runs (folders with changes in their names) are not part of a profile's site.
+Formulas (``$...$`` inline, ``$$...$$`` displayed, as in Jupyter) are typeset by MathJax 3, the
+copy that the pinned ``django-static-mathjax`` ships, copied once into ``site/_static/mathjax/``
+(:func:`copy_mathjax`: its TeX-to-CommonHTML build, its fonts, its licence) and loaded by a path
+relative to the page.  Nothing is fetched at build or view time; a page needs only its folder.
+The kernel-free explorers (:mod:`rt_lib.frames`) are plain outputs of their notebooks, so they
+come along.  Exploration runs (folders with changes in their names) are not part of a profile's
+site.
 """
 
 from __future__ import annotations
 
+import filecmp
 import html
+import importlib.util
 import json
+import shutil
 import time
 from collections import Counter
 from collections.abc import Mapping
@@ -32,7 +39,7 @@ import pandas as pd
 
 from rt_lib import claims
 from rt_lib.evidence import EVIDENCE_DIR, KeptRun, kept_runs
-from rt_lib.io import atomic_write_text, shown
+from rt_lib.io import atomic_path, atomic_write_text, shown
 from rt_lib.manifest import FILENAME as MANIFEST
 
 SITE = "site"  # <profile root>/site/
@@ -41,6 +48,11 @@ TEMPLATE = "rt_site"  # nbconvert's lab template, nothing fetched (site_template
 COLOURS = {"holds": "#166534", "fails": "#b91c1c", "not shown": "#92400e",
            "not checked": "#475569"}  # status -> its colour in the claims table
 NOT_RECORDED = "—"  # a kept run's cell for a claim that run did not record
+MATHJAX = "_static/mathjax"  # the site's copy of MathJax, relative to the site folder
+#: MathJax's script, relative to a page of the site (every page lies in the site folder)
+MATHJAX_SCRIPT = f"{MATHJAX}/tex-chtml-full.js"
+MATHJAX_PACKAGE = "django-static-mathjax"  # requirements.txt: MathJax 3.2.2's browser build
+MATHJAX_FONTS = "output/chtml/fonts/woff-v2"  # CommonHTML's fonts, beside the script
 
 
 @dataclass(frozen=True)
@@ -76,14 +88,52 @@ def title_of(nb: nbformat.NotebookNode, default: str) -> str:
 
 
 def render(nb: nbformat.NotebookNode, out: Path, nav: dict | None = None,
-           code: bool = True) -> None:
+           code: bool = True, mathjax: str | None = None) -> None:
     """``nb`` as one self-contained HTML page at ``out`` (images inline); ``code=False`` leaves
-    the code cells' inputs out."""
+    the code cells' inputs out; ``mathjax``: MathJax's script relative to ``out``
+    (:func:`copy_mathjax`), which typesets the formulas (without it they show as TeX)."""
     resources = {"metadata": {"name": out.stem}}
     if nav is not None:
         resources["rt_nav"] = nav
+    if mathjax is not None:
+        resources["rt_mathjax"] = mathjax
     body, _ = _exporter(code).from_notebook_node(nb, resources=resources)
     atomic_write_text(out, body)
+
+
+def mathjax_files() -> dict[str, Path]:
+    """{path in the site's copy, relative to :data:`MATHJAX`: the installed file}: MathJax's
+    TeX input with CommonHTML output in one script (every TeX extension in it: no further
+    loads), CommonHTML's fonts and MathJax's licence, from :data:`MATHJAX_PACKAGE`."""
+    spec = importlib.util.find_spec("mathjax")
+    folders = list(spec.submodule_search_locations or []) if spec is not None else []
+    source = Path(folders[0]) / "static" / "mathjax" if folders else None
+    if source is None or not (source / "es5" / "tex-chtml-full.js").is_file():
+        raise FileNotFoundError(f"MathJax for the site's formulas is not installed: "
+                                f"{MATHJAX_PACKAGE} (requirements.txt; scripts/setup.sh "
+                                "installs it)")
+    files = {"LICENSE": source / "LICENSE",
+             "tex-chtml-full.js": source / "es5" / "tex-chtml-full.js"}
+    for font in sorted((source / "es5" / MATHJAX_FONTS).glob("*.woff")):
+        files[f"{MATHJAX_FONTS}/{font.name}"] = font
+    return files
+
+
+def copy_mathjax(site: Path) -> str:
+    """MathJax's files (:func:`mathjax_files`) into ``site/_static/mathjax/``, once per site: a
+    file already there with the same bytes is left alone, any other file in that folder is
+    removed.  Returns the script's path relative to the site's pages (:data:`MATHJAX_SCRIPT`)."""
+    folder = Path(site) / MATHJAX
+    files = mathjax_files()
+    for name, source in files.items():
+        target = folder / name
+        if not (target.is_file() and filecmp.cmp(source, target, shallow=False)):
+            with atomic_path(target) as tmp:
+                shutil.copyfile(source, tmp)
+    for stale in folder.rglob("*"):
+        if stale.is_file() and stale.relative_to(folder).as_posix() not in files:
+            stale.unlink()
+    return MATHJAX_SCRIPT
 
 
 def _manifest_entries(root: Path) -> dict:
@@ -275,13 +325,15 @@ def build_site(root: Path, profile: str, names: list[str],
                executed: Mapping[str, Path] | None = None,
                evidence: Path | None = None) -> Path:
     """Render the profile's own runs of ``names`` (:func:`own_runs`) and the index into
-    ``root/site/`` (``root``: the profile's results root); returns the index's path.  Pages of
+    ``root/site/`` (``root``: the profile's results root), with MathJax for their formulas in
+    ``site/_static/mathjax/`` (:func:`copy_mathjax`); returns the index's path.  Pages of
     notebooks that are no longer there are removed.  The runs kept under ``evidence`` (default
     ``evidence/``; none when it does not exist) are columns of the claims table; one that does
     not read is left out and named on the index."""
     root = Path(root)
     site = root / SITE
     site.mkdir(parents=True, exist_ok=True)
+    mathjax = copy_mathjax(site)
     entries = _manifest_entries(root)
     pages = []
     for name, path in own_runs(root, names, executed).items():
@@ -290,7 +342,7 @@ def build_site(root: Path, profile: str, names: list[str],
         page = Page(name, title_of(nb, name), f"{name}.html", entry.get("wall_seconds"),
                     entry.get("commit", "?"), entry.get("finished", "?"))
         run = f"{profile} profile, {_minutes(page.wall_seconds)}, commit {page.commit[:10]}"
-        render(nb, site / page.file, {"index": "index.html", "run": run})
+        render(nb, site / page.file, {"index": "index.html", "run": run}, mathjax=mathjax)
         pages.append(page)
     for stale in site.glob("*.html"):
         if stale.name != "index.html" and stale.stem not in {p.name for p in pages}:
@@ -299,5 +351,5 @@ def build_site(root: Path, profile: str, names: list[str],
     problems: list[str] = []
     runs = kept_runs(EVIDENCE_DIR if evidence is None else evidence, problems)
     render(index_notebook(profile, pages, claims_table(root, [p.name for p in pages]), runs,
-                          problems), index, code=False)
+                          problems), index, code=False, mathjax=mathjax)
     return index

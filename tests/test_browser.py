@@ -6,7 +6,7 @@ download):
 - the companion site (rt_lib.site) built from the committed notebooks: it opens with no console
   error and no request outside its folder, every page shows every figure of its notebook, and
   the kernel-free explorers (rt_lib.frames) of notebooks 01, 02 and 13 change their picture when
-  a slider moves.
+  a slider moves, and the formulas of a page are typeset by the site's own MathJax copy.
 
 Where Chromium is absent these tests are skipped with the reason in the summary (``run_tests.sh``
 installs Debian's package where it can: ``scripts/setup_browser.sh``); with RT_REQUIRE_BROWSER=1
@@ -14,6 +14,7 @@ installs Debian's package where it can: ``scripts/setup_browser.sh``); with RT_R
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -230,3 +231,36 @@ def test_a_kernel_free_explorer_changes_its_picture_when_a_slider_moves(site, na
         browser.close()
     assert not problems, problems
     assert after != before, f"{name}: the picture did not change (slider label {label})"
+
+
+MIIII = r"$T_\text{miiii}$"  # a formula of notebooks 11, 12, 14 and 15's markdown
+
+
+def test_a_pages_formulas_are_typeset_by_the_sites_own_mathjax_with_nothing_fetched(site):
+    from playwright.sync_api import sync_playwright
+
+    index, books = site
+    name = next((n for n, path in books.items()
+                 if any(c["cell_type"] == "markdown" and MIIII in "".join(c["source"])
+                        for c in json.loads(Path(path).read_text())["cells"])), None)
+    if name is None:
+        pytest.skip(f"no notebook of this site has {MIIII} in its markdown")
+    with sync_playwright() as pw:
+        browser = _browser(pw)
+        page = browser.new_page()
+        problems = _watch(page)
+        fetched = []  # anything from the network is refused, and named here
+        page.route(re.compile(r"^https?://"),
+                   lambda route: (fetched.append(route.request.url), route.abort()))
+        page.goto((index.parent / f"{name}.html").as_uri())
+        # MathJax's first pass over the page is over once its startup promise resolves
+        typeset = page.evaluate("() => MathJax.startup.promise.then("
+                                "() => document.querySelectorAll('mjx-container').length)")
+        miiii = page.locator("mjx-container", has_text="miiii").count()
+        errors = page.locator("mjx-merror").all_inner_texts()
+        text = page.locator("body").inner_text()
+        browser.close()
+    assert not fetched and not problems, (fetched, problems)
+    assert typeset > 0 and miiii > 0, (name, typeset, miiii)
+    assert MIIII not in text, f"{name}: {MIIII} is still shown as TeX"
+    assert not errors, (name, errors)

@@ -17,7 +17,8 @@ from matplotlib.figure import Figure
 from rt_lib import runner
 from rt_lib.analysis import pca
 from rt_lib.frames import Control, FrameExplorer, frame_explorer, pc_frames
-from rt_lib.site import SITE, build_site, claims_table
+from rt_lib.site import (MATHJAX, MATHJAX_SCRIPT, SITE, build_site, claims_table,
+                         mathjax_files)
 
 
 def _png(value: int) -> bytes:
@@ -139,12 +140,37 @@ def test_the_site_renders_the_profiles_own_runs_and_links_them_from_the_index(ru
 
 def test_site_pages_fetch_nothing(run_root):
     build_site(run_root, "cpu", ["01_a", "02_b"])
-    for page in (run_root / SITE).glob("*.html"):
+    site = run_root / SITE
+    for page in site.glob("*.html"):
         text = page.read_text()
         remote = re.findall(r'<(?:script|link|img|iframe)[^>]+(?:src|href)="(https?:)?//[^"]*"',
                             text)
         assert not remote, (page.name, remote)
         assert "cdnjs" not in text and "unpkg" not in text and "MathJax.js" not in text
+        # the one script loaded by a path: MathJax's copy in the site's folder
+        for src in re.findall(r'<script[^>]+src="([^"]*)"', text):
+            assert src == MATHJAX_SCRIPT and (site / src).is_file(), (page.name, src)
+
+
+def test_mathjax_is_copied_once_per_site_and_every_page_loads_it_relatively(run_root):
+    build_site(run_root, "cpu", ["01_a", "02_b"])
+    site = run_root / SITE
+    files = mathjax_files()
+    copied = sorted(p.relative_to(site / MATHJAX).as_posix()
+                    for p in (site / MATHJAX).rglob("*") if p.is_file())
+    assert copied == sorted(files) and "tex-chtml-full.js" in copied and "LICENSE" in copied
+    assert [p.name for p in site.rglob("tex-chtml-full.js")] == ["tex-chtml-full.js"]  # once
+    assert 1 << 20 < sum((site / MATHJAX / f).stat().st_size for f in copied) < 3 << 20
+    for page in sorted(site.glob("*.html")):
+        text = page.read_text()
+        assert text.count(f'src="{MATHJAX_SCRIPT}"') == 1, page.name
+        assert 'inlineMath: [["$", "$"]' in text and 'displayMath: [["$$", "$$"]' in text
+    # a rebuild leaves the copy alone and takes out what is not MathJax's
+    stamp = {f: (site / MATHJAX / f).stat().st_mtime_ns for f in copied}
+    (site / MATHJAX / "stale.js").write_text("")
+    build_site(run_root, "cpu", ["01_a", "02_b"])
+    assert {f: (site / MATHJAX / f).stat().st_mtime_ns for f in copied} == stamp
+    assert not (site / MATHJAX / "stale.js").exists()
 
 
 def test_a_rebuilt_site_drops_the_page_of_a_run_no_longer_there(run_root):
