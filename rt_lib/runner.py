@@ -662,7 +662,7 @@ def build_site_of(root: Path, profile: str, executed: dict[str, Path]) -> None:
         print(f"run_all.sh: warning: the site was not built ({type(err).__name__}: {err})",
               file=sys.stderr, flush=True)
         return
-    size = sum(p.stat().st_size for p in index.parent.iterdir() if p.is_file())
+    size = sum(p.stat().st_size for p in index.parent.rglob("*") if p.is_file())  # MathJax too
     print(f"site: {index} ({len(list(index.parent.glob('*.html'))) - 1} notebooks, "
           f"{size / 2**20:.1f} MiB, built in {time.perf_counter() - start:.0f} s; open it in "
           "any browser, nothing is fetched)", flush=True)
