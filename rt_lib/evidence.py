@@ -57,7 +57,7 @@ class EvidenceError(ValueError):
 @dataclass(frozen=True)
 class Device:
     kind: str  # "gpu" or "cpu"
-    name: str  # "NVIDIA H100 80GB HBM3", or the CPU's model name
+    name: str  # "NVIDIA H100 80GB HBM3", or the CPU (rt_lib.evidence.cpu_name)
     slug: str  # the evidence folder's suffix: "h100", "2xh100", "cpu"
     count: int = 1  # GPUs seen by torch (1 for a CPU)
     detected: bool = True  # False: given with --device (kept on another machine than the run)
@@ -74,14 +74,12 @@ def gpu_slug(name: str, count: int = 1) -> str:
 
 
 def cpu_name() -> str:
-    """The CPU's model name (``/proc/cpuinfo``; the platform's word for it elsewhere)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.partition(":")[2].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown CPU"
+    """The CPU as the platform and torch describe it: its architecture and the vector kernels torch
+    runs on it (``x86_64 CPU (AVX2)``), what the CPU profile's numbers depend on
+    (scripts/kernel_env.sh); ``--device`` names a machine more exactly."""
+    import torch
+
+    return f"{platform.machine() or 'unknown'} CPU ({torch.backends.cpu.get_cpu_capability()})"
 
 
 def this_device() -> Device:
