@@ -4,7 +4,7 @@ Parallel runs (``./run_tests.sh``: pytest-xdist with the scheduler below):
 
 The cells of a notebook must run in order on one worker (nbval keeps one kernel per notebook),
 so each notebook is one unit of work.  A notebook that reads others' results
-(``rt_lib.runner.needs``) is handed out only once they have finished, on whichever worker is
+(``rt_lib.pipeline.plan.needs``) is handed out only once they have finished, on whichever worker is
 free, as ``./run_all.sh`` runs them: the notebooks 07 and 09 read no longer tie 01-05 and 08 to
 one worker.  Notebooks go first, longest critical path first (their recorded times plus those
 of the notebooks that read them); unit tests fill in.
@@ -29,7 +29,7 @@ def _plan() -> tuple[dict[str, frozenset[str]], dict[str, int], int]:
     notebooks as ./run_all.sh orders them (longest critical path first); a long test goes after
     the notebooks whose critical path is longer than it, so that nothing long is handed out last
     (a long test handed out after every notebook ran alone at the end of the run)."""
-    from rt_lib.runner import available_notebooks, recorded_seconds, schedule
+    from rt_lib.pipeline.plan import available_notebooks, recorded_seconds, schedule
 
     books = available_notebooks()
     deps, order = schedule(list(books))

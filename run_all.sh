@@ -9,4 +9,4 @@ cd "$(dirname "$0")"
 ./scripts/setup.sh
 source scripts/kernel_env.sh  # the same CPU kernels as the recorded notebooks
 source scripts/data_env.sh  # RT_TINYSTORIES: the TinyStories text (notebook 08)
-exec .venv/bin/python -m rt_lib.runner "$@"
+exec .venv/bin/python -m rt_lib.pipeline "$@"

@@ -20,7 +20,7 @@ source scripts/data_env.sh  # RT_TINYSTORIES: the TinyStories text (notebook 08)
 export TQDM_DISABLE=1  # progress bars would land in the compared stderr outputs
 # nbval writes through the notebooks' own code: keep its results apart from ./results.
 export RT_RESULTS="${RT_RESULTS:-$(mktemp -d)/results}"
-jobs="${RT_TEST_JOBS:-$(.venv/bin/python -c 'from rt_lib.runner import default_jobs; print(default_jobs())')}"
+jobs="${RT_TEST_JOBS:-$(.venv/bin/python -c 'from rt_lib.seeding import default_jobs; print(default_jobs())')}"
 [ "$jobs" = 1 ] && jobs=0  # one worker: no need for xdist's extra process
 exec .venv/bin/python -m pytest tests notebooks --nbval --nbval-current-env \
   --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 1800 -p no:cacheprovider \

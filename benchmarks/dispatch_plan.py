@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/dispatch_plan.py [jobs=2]
 
-The runner hands notebooks out in :func:`rt_lib.runner.schedule`'s order (longest critical path
+The runner hands notebooks out in :func:`rt_lib.pipeline.plan.schedule`'s order (longest critical path
 first, each once the notebooks it reads have finished), ``jobs`` at a time.  This replays that
 dispatch with each notebook taking its recorded time (papermill's ``duration``), and prints when
 each starts and ends, the total, and how long a lane sat idle.  Set-up time is not included.
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import sys
 
-from rt_lib.experiments.registry import registry
-from rt_lib.runner import available_notebooks, recorded_seconds, schedule
+from rt_lib.pipeline.registry import registry
+from rt_lib.pipeline.plan import available_notebooks, recorded_seconds, schedule
 
 
 def main(argv: list[str]) -> None:

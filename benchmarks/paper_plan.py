@@ -25,6 +25,7 @@ import yaml
 
 from rt_lib.footprint import (GPU_FP32_TFLOPS, matmul_rate, measured_hours, planning_table,
                               profile_footprints)
+from rt_lib.pipeline.registry import profile_step_shapes
 
 #: GPU step times measured so far: rows with one get measured GPU-hours beside the estimates
 MEASURED = Path(__file__).with_name("gpu_step_times.yaml")
@@ -51,8 +52,9 @@ def main() -> None:
     start = time.perf_counter()
     rate = matmul_rate()
     measurements = yaml.safe_load(MEASURED.read_text()) or []
-    table = measured_hours(planning_table(profile_footprints(args.profile, args.notebooks or None,
-                                                             jobs=args.jobs), rate), measurements)
+    shapes = profile_step_shapes(args.profile, args.notebooks or None)
+    table = measured_hours(planning_table(profile_footprints(shapes, jobs=args.jobs), rate),
+                           measurements)
     print(f"this CPU, one thread: {rate / 1e9:.0f} GFLOP/s on a 2048 x 2048 float32 product; "
           f"GPU float32 peaks (TFLOP/s): {GPU_FP32_TFLOPS}")
     cols = {"notebook": "notebook", "step": "step", "batch": "batch", "params_M": "params (M)",

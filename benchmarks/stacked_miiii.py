@@ -22,6 +22,7 @@ import time
 import torch
 from torch.func import functional_call, stack_module_state, vmap
 
+from rt_lib import fast_paths
 from rt_lib.experiments.miiii import MiiiiParams
 from rt_lib.model import build_model
 
@@ -51,7 +52,8 @@ def main(argv: list[str]) -> None:
     forward = vmap(one, in_dims=(0, 0, None), randomness="different")
 
     def plain() -> None:
-        task.loss(models[0](x, last_only=task.last_only), y).backward()
+        logits = fast_paths.last_logits(models[0], x) if task.last_only else models[0](x)
+        task.loss(logits, y).backward()
 
     def together() -> None:
         logits = forward(stacked, buffers, x)

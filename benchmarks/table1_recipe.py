@@ -22,7 +22,7 @@ import yaml
 
 from rt_lib.experiments.common import train_grid
 from rt_lib.experiments.modular_addition import circle_table
-from rt_lib.experiments.registry import registry
+from rt_lib.pipeline.registry import registry
 
 
 def main(argv: list[str]) -> None:

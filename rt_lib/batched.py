@@ -25,6 +25,7 @@ from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 from tqdm.auto import tqdm
 
+from rt_lib import fast_paths
 from rt_lib.seeding import derive
 from rt_lib.tasks.base import Task
 from rt_lib.model import TransformerConfig, build_model
@@ -63,6 +64,18 @@ def _check(models: Sequence[nn.Module], cfgs: Sequence[TrainConfig]) -> None:
         raise ValueError(reason)
 
 
+class LastLogits(nn.Module):
+    """``fast_paths.last_logits(model, tokens)`` as a module's forward, for ``functional_call``
+    (which runs a module's forward only); its parameters are the model's, under ``model.``."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return fast_paths.last_logits(self.model, tokens)
+
+
 class BatchedRestarts:
     """N models of one configuration as one stacked model, stepped together (see the module)."""
 
@@ -83,9 +96,14 @@ class BatchedRestarts:
         base = build_model(models[0].cfg, 0, fused_attention=False,
                            last_position=models[0].last_position if self.shared else "vocab")
         base = base.to("meta")
+        # last-position tasks: the shortcut where one applies, as in train_step
+        last = LastLogits(base)
 
         def forward(p: dict, b: dict, x: torch.Tensor) -> torch.Tensor:
-            return functional_call(base, (p, b), (x,), {"last_only": task.last_only})
+            if not task.last_only:
+                return functional_call(base, (p, b), (x,))
+            p, b = ({f"model.{k}": v for k, v in d.items()} for d in (p, b))
+            return functional_call(last, (p, b), (x,))
 
         self.forward = vmap(forward, in_dims=(0, 0, None if self.shared else 0))
         # the seed axis leads: matrices have >= 3 axes, vectors 2

@@ -1,8 +1,17 @@
-"""Last-position shortcuts of :class:`rt_lib.model.Transformer`, kept beside the model, not in it.
+"""Speed paths beside :class:`rt_lib.model.Transformer`: the same arithmetic, regrouped.
+
+:mod:`rt_lib.model` says what the model computes (``Transformer.forward``, the plain forward).
+This module computes some of the same numbers faster: each path is the plain forward's arithmetic
+regrouped, equal to it up to float rounding and tested against it (tests/test_fast_paths.py,
+tests/test_model.py, tests/test_batched.py, tests/test_plain_forward.py).  The model never calls
+it; the code that wants a shortcut calls it by name.
 
 Tasks scored at the last position only (modular addition, miiii, circuit imitation) need the
-logits there alone.  ``Transformer(cfg, last_position=...)`` says how ``forward(tokens,
-last_only=True)`` may compute them; :func:`last_position_logits` is its one entry point:
+logits there alone.  :func:`last_logits` is the one entry point: a shortcut's logits when one
+applies, else the plain forward's ``model(tokens, last_only=True)``.  It is called by the training
+loop's step and evaluation (rt_lib/train.py), batched restarts (rt_lib/batched.py) and circuit
+imitation's target (rt_lib/tasks/imitation.py), for every task with ``last_only``.  Which shortcut,
+under the model's ``last_position`` (a constructor option the model stores and never reads):
 
 * ``"shared"`` (the default): a one-block model reads the keys and values of the earlier
   positions from (position, token) tables (:func:`last_token_tables`); a deeper causal model
@@ -12,8 +21,9 @@ last_only=True)`` may compute them; :func:`last_position_logits` is its one entr
   :mod:`rt_lib.batched`).
 * ``"full"``: no shortcut; the plain forward, every row through every position.
 
-Each shortcut is the plain forward's arithmetic regrouped, equal to it up to float rounding
-(tests/test_fast_paths.py, tests/test_model.py, tests/test_batched.py).
+The attention kernels chosen by sequence length (broadcast products, SDPA) are not here: every
+forward takes them, whoever calls it, so they sit beside ``Attention`` in :mod:`rt_lib.model`
+(``attention_kernel``).
 
 Shapes: b = batch, t = positions, u = distinct prefixes, d = d_model, h = n_heads, k = d_head,
 v = vocabulary.
@@ -22,18 +32,27 @@ v = vocabulary.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
-if TYPE_CHECKING:
-    from rt_lib.model import Transformer
+from rt_lib.model import Transformer
+
+
+def last_logits(model: nn.Module, tokens: Tensor) -> Tensor:
+    """Logits [b, ...] at the last position of ``tokens`` [b, t]: by a shortcut where one applies
+    (a :class:`Transformer`, its ``last_position`` allowing one, a batch that repeats what the
+    shortcut computes once), else by the plain ``model(tokens, last_only=True)``."""
+    if isinstance(model, Transformer):
+        logits = last_position_logits(model, tokens)
+        if logits is not None:
+            return logits
+    return model(tokens, last_only=True)
 
 
 def last_position_logits(model: Transformer, tokens: Tensor) -> Tensor | None:
     """Logits [b, ...] at the last position of ``tokens`` [b, t] by the first shortcut that
-    applies under ``model.last_position``; None when none does (then the plain forward runs)."""
+    applies under ``model.last_position``; None when none does."""
     if token_tables_apply(model, tokens):
         return last_token_tables(model, tokens)
     shared = shared_prefixes(model, tokens)
@@ -95,10 +114,7 @@ def last_shared_prefix(model: Transformer, tokens: Tensor, prefixes: Tensor,
 
     Under a causal mask the stream at positions < t-1 depends on the prefix tokens alone, so
     it is computed for the u distinct prefixes (u = p for modular addition, not b = p^2) and
-    its keys and values gathered per row; only the last position is computed per row.  For
-    [a, b] -> c (a random model at width 128, p = 199, batch 4000) a training step counts
-    7.1 GFLOP this way, 10.6 with every row's last block at its last position alone and 13.8
-    with every position computed (torch.utils.flop_counter)."""
+    its keys and values gathered per row; only the last position is computed per row."""
     t = tokens.shape[1]
     x_pre = model.embed(prefixes)  # [u, t-1, d]
     x = model.embed_dropout(model.W_E[tokens[:, -1:]] + model.W_pos[t - 1 : t])  # [b, 1, d]
@@ -113,10 +129,9 @@ def last_shared_prefix(model: Transformer, tokens: Tensor, prefixes: Tensor,
 def distinct_rows(tokens: Tensor, d_vocab: int) -> tuple[Tensor, Tensor]:
     """``tokens.unique(dim=0, return_inverse=True)`` for tokens [b, t] < d_vocab, fast.
 
-    ``unique(dim=0)`` compares rows one by one on CPU (4000 rows: 5 to 13 ms on the machines
-    measured, a sixth to a third of a width-16 step); each row read as a base-``d_vocab``
-    number is one integer, and a 1-D unique sorts those in the same lexicographic order, so rows
-    and inverse are identical (tested)."""
+    ``unique(dim=0)`` compares rows one by one on CPU, a large part of a small model's step; each
+    row read as a base-``d_vocab`` number is one integer, and a 1-D unique sorts those in the same
+    lexicographic order, so rows and inverse are identical (tested)."""
     t = tokens.shape[1]
     if t * math.log2(max(d_vocab, 2)) >= 62:  # the code would overflow int64
         return tokens.unique(dim=0, return_inverse=True)
@@ -131,5 +146,5 @@ def distinct_rows(tokens: Tensor, d_vocab: int) -> tuple[Tensor, Tensor]:
     return rows, inverse
 
 
-__all__ = ["distinct_rows", "last_position_logits", "last_shared_prefix", "last_token_tables",
-           "shared_prefixes", "token_tables_apply"]
+__all__ = ["distinct_rows", "last_logits", "last_position_logits", "last_shared_prefix",
+           "last_token_tables", "shared_prefixes", "token_tables_apply"]

@@ -259,24 +259,19 @@ GPU_FP32_TFLOPS = {"A100": 19.5, "H100": 67.0}
 
 
 
-def profile_footprints(profile: str, names: list[str] | None = None,
-                       max_flops: float = 2e11, jobs: int = 1) -> pd.DataFrame:
-    """One row per training step of every notebook (``names``; None: all) in ``profile``: its
-    shape, steps and runs, and what one step at the profile's batch costs (:func:`measure`,
-    ``jobs`` at a time, each step taken in a process of its own).  Identical steps (notebook
-    06 repeats 01-04's) are measured once."""
+def profile_footprints(shapes: list[tuple[str, StepShape]], max_flops: float = 2e11,
+                       jobs: int = 1) -> pd.DataFrame:
+    """One row per ``(notebook, StepShape)`` of ``shapes`` (the steps a profile takes, e.g.
+    :func:`rt_lib.pipeline.registry.profile_step_shapes`): its shape, steps and runs, and what
+    one step at that batch costs (:func:`measure`, ``jobs`` at a time, each step taken in a
+    process of its own).  Identical steps (notebook 06 repeats 01-04's) are measured once."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from rt_lib.experiments.registry import registry
-
     todo, unique = [], {}
-    for name, exp in registry().items():
-        if names is not None and name not in names or exp.step_shapes is None:
-            continue
-        for shape in exp.step_shapes(exp.profile_params(profile)):
-            key = (repr(shape.model), shape.task.name, shape.task.n_ctx, shape.rows())
-            unique.setdefault(key, shape)
-            todo.append((name, shape, key))
+    for name, shape in shapes:
+        key = (repr(shape.model), shape.task.name, shape.task.n_ctx, shape.rows())
+        unique.setdefault(key, shape)
+        todo.append((name, shape, key))
     with ThreadPoolExecutor(max(jobs, 1)) as pool:  # the steps run in child processes
         found = dict(zip(unique, pool.map(lambda s: measure(s, max_flops), unique.values())))
     return pd.DataFrame([{"notebook": name, **found[key].row(), "step": shape.label,

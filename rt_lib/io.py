@@ -16,7 +16,6 @@ import csv
 import errno
 import hashlib
 import io
-import json
 import os
 import re
 import tempfile
@@ -24,36 +23,20 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-
-
-def env_threads() -> int:
-    """``RT_THREADS``, torch's threads per notebook: 1 when unset; anything but a positive
-    integer is a :class:`ValueError` that names it."""
-    raw = os.environ.get("RT_THREADS", "").strip()
-    if not raw:
-        return 1
-    try:
-        threads = int(raw)
-    except ValueError:
-        threads = 0
-    if threads < 1:
-        raise ValueError(f"RT_THREADS must be a positive integer (torch threads per notebook), "
-                         f"got {raw!r}")
-    return threads
+from rt_lib import context
+from rt_lib.context import DEFAULT_PROFILE, PROJECT_ROOT, available_profiles, base_profile, is_smoke
 
 
 def results_root() -> Path:
-    """``$RT_RESULTS`` if set, else ``results/`` beside the package (never the working dir)."""
-    return Path(os.environ.get("RT_RESULTS", PROJECT_ROOT / "results"))
+    """Where the notebooks' results folders are: the run context's (``results/[<profile>/]``),
+    else ``$RT_RESULTS`` or ``results/`` beside the package (never the working dir)."""
+    return context.current().results_root
 
 
 RESUME = "resume"  # results/<name>/resume/<run key>/: mid-run checkpoints of an unfinished run
 
 
-# name -> results folder of this process's run of it: the notebook's own folder (an exploration
-# run has one of its own, see rt_lib.experiments.registry) and those of the runs it reads.
-FOLDERS_ENV = "RT_FOLDERS"  # set by the runner for each notebook, JSON {name: folder}
+# name -> results folder set in this process (use_folder), over the run context's folders.
 _folders: dict[str, str] = {}
 
 
@@ -66,7 +49,7 @@ def folder_of(name: str) -> str:
     """The folder name of ``name``'s results: set here, by the runner, or the name itself."""
     if name in _folders:
         return _folders[name]
-    return json.loads(os.environ.get(FOLDERS_ENV) or "{}").get(name, name)
+    return context.current().folders.get(name, name)
 
 
 def results_dir(name: str, create: bool = True) -> Path:
@@ -256,19 +239,16 @@ def rerun_command(path: str | Path, notebook: str | None = None) -> str:
     """The ``./run_all.sh`` command that writes ``path`` again: the notebook whose results
     folder (``[<profile>/]NN_name[+changes]/``) holds it, in that profile, with ``--force``
     (``notebook``: the one that writes it, for a file outside the results folders)."""
-    from rt_lib.experiments.registry import (DEFAULT_PROFILE, PROFILE_ENV, available_profiles,
-                                             base_profile)
-
     path = Path(path).absolute()
     folder = next((p for p in path.parents if _NOTEBOOK_FOLDER.match(p.name)), None)
     # The profile is the folder above the notebook's when it names one (results/paper/01_x,
-    # as ./run_all.sh --list reads them); else the one this process runs ($RT_PROFILE: a
-    # notebook the runner started has results/paper itself as its results root), else the CPU's.
+    # as ./run_all.sh --list reads them); else the one this process runs (the run context: a
+    # notebook the runner started has results/paper itself as its results root).
     above = folder.parent.name if folder is not None else ""
     if base_profile(above) in available_profiles() and above != DEFAULT_PROFILE:
         profile = above
     else:
-        profile = os.environ.get(PROFILE_ENV, DEFAULT_PROFILE)
+        profile = context.current().profile
     if folder is None:
         command = f"./run_all.sh --only {notebook[:2]} --force" if notebook else (
             "./run_all.sh --force (the notebook that wrote it)")
@@ -282,8 +262,6 @@ def rerun_command(path: str | Path, notebook: str | None = None) -> str:
 
 def profile_options(profile: str) -> str:
     """``./run_all.sh``'s options that select ``profile`` ("" for the CPU profile)."""
-    from rt_lib.experiments.registry import DEFAULT_PROFILE, base_profile, is_smoke
-
     if base_profile(profile) == DEFAULT_PROFILE:
         return ""
     return f" --profile {base_profile(profile)}" + (" --smoke" if is_smoke(profile) else "")

@@ -1,4 +1,4 @@
-"""Decoder transformer and LSTM baseline, in TransformerLens names.
+"""Decoder transformer and LSTM baseline, in TransformerLens names: what the model computes.
 
 One `Transformer` class covers both papers:
 
@@ -10,13 +10,25 @@ One `Transformer` class covers both papers:
   :func:`miiii_config`.
 
 Shapes use b = batch, t = positions, d = d_model, h = n_heads, k = d_head, m = d_mlp, v = vocab.
-The shortcuts of a last-position forward live beside the model, in :mod:`rt_lib.fast_paths`.
+
+``Transformer.forward`` is the plain forward: embed, blocks, final LayerNorm, unembed
+(``last_only``: the last position alone, the same arithmetic restricted to it).  Speed sits beside
+it, never inside:
+
+* the attention kernels (end of this file): with no pattern to record, attention runs the
+  arithmetic of :func:`attend` by the kernel fastest at its length, broadcast products up to
+  SHORT_SEQ keys, SDPA beyond; equal up to rounding (tests/test_model.py).  The choice is one
+  call in ``Attention.forward`` and stays in this file, because every forward takes it: a
+  result does not depend on who called the model.
+* the last-position shortcuts, :mod:`rt_lib.fast_paths`: regrouped arithmetic for tasks scored at
+  the last position, called by name (``fast_paths.last_logits``) by the code that trains and
+  scores such tasks.  This module does not import it.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal, get_args
@@ -25,16 +37,15 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from rt_lib import fast_paths
 from rt_lib.primes import primes_below
 
 Trainable = Literal["all", "embeddings", "unembed", "embed", "token_unembed"]
 LSTMTrainable = Literal["all", "embeddings"]
 LSTMInit = Literal["pytorch", "small"]
-# How Transformer(cfg, last_position=...) computes a last-position forward (rt_lib/fast_paths.py).
+# Which shortcut fast_paths.last_logits may take for Transformer(cfg, last_position=...).
 LastPosition = Literal["shared", "vocab", "full"]
 
-SHORT_SEQ = 8  # up to this many positions, attention is computed by broadcasting, not SDPA
+SHORT_SEQ = 8  # up to this many keys, attention is computed by broadcasting (attention_kernel)
 
 #: Which parameter names each ``trainable`` setting leaves trainable (Zhong & Andreas, Table 2).
 TRAINABLE_PARAMS: dict[str, frozenset[str] | None] = {
@@ -164,6 +175,19 @@ def _mask_future(scores: Tensor) -> Tensor:
     return scores.masked_fill(~keep, float("-inf"))
 
 
+def attend(q: Tensor, key: Tensor, value: Tensor, causal: bool, p_drop: float, training: bool,
+           cache: dict | None = None, name: str = "") -> Tensor:
+    """softmax(q key^T / sqrt(k)) value per head (Vaswani et al. 2017): q [b, h, tq, k], key and
+    value [b, h, t, k] -> z [b, h, tq, k].  Dropout (rate ``p_drop``, in training) acts on the
+    pattern [b, h, tq, t], which goes to ``cache[name]`` when a cache is given."""
+    scores = q @ key.transpose(-1, -2) / math.sqrt(q.shape[-1])  # [b, h, tq, t]
+    scores = _mask_future(scores) if causal else scores
+    pattern = scores.softmax(-1)
+    if cache is not None:
+        cache[name] = pattern.detach()
+    return F.dropout(pattern, p_drop, training) @ value
+
+
 class LayerNorm(nn.Module):
     def __init__(self, d_model: int, enabled: bool):
         super().__init__()
@@ -183,9 +207,7 @@ class Attention(nn.Module):
         super().__init__()
         h, d, k = cfg.n_heads, cfg.d_model, cfg.d_head
         self.cfg = cfg
-        # The fused kernel (SDPA) for sequences longer than SHORT_SEQ; False = plain matmuls, for
-        # vmap, which has no batching rule for SDPA on CPU and would loop over the stacked seeds.
-        self.fused = fused
+        self.fused = fused  # which kernel runs beyond SHORT_SEQ keys: see attention_kernel
         self.W_Q = nn.Parameter(torch.empty(h, d, k))
         self.W_K = nn.Parameter(torch.empty(h, d, k))
         self.W_V = nn.Parameter(torch.empty(h, d, k))
@@ -219,32 +241,19 @@ class Attention(nn.Module):
         ``past_kv``: keys and values [b, h, t0, k] of earlier positions, computed elsewhere;
         x then holds the positions after them (a KV cache, as in incremental decoding).
         """
-        q_in = x[:, -1:] if last_only else x
-        q = self._project(q_in, self.W_Q, self.b_Q if self.cfg.bias else None)  # [b, h, tq, k]
-        key, v = self.keys_values(x)  # [b, h, t, k]
+        bias = self.cfg.bias
+        q = self._project(x[:, -1:] if last_only else x, self.W_Q, self.b_Q if bias else None)
+        key, value = self.keys_values(x)  # q [b, h, tq, k]; key, value [b, h, t, k]
         if past_kv is not None:
-            key, v = torch.cat([past_kv[0], key], 2), torch.cat([past_kv[1], v], 2)
+            key, value = torch.cat([past_kv[0], key], 2), torch.cat([past_kv[1], value], 2)
         # The last query sees every key, so the causal mask only matters for several queries.
         causal = self.cfg.causal and q.shape[2] > 1
-        bias = self.cfg.bias
         p_drop = self.cfg.dropout if self.cfg.dropout_at == "gpt2" else 0.0  # on the pattern
-        if cache is None and key.shape[2] > SHORT_SEQ and self.fused:
-            dropout = p_drop if self.training else 0.0
-            z = F.scaled_dot_product_attention(q, key, v, is_causal=causal, dropout_p=dropout)
-        elif cache is None and key.shape[2] <= SHORT_SEQ:
-            # Few positions (modular addition, miiii: 2-3): broadcast products beat the fused
-            # kernel, whose per-call cost dominates when each sequence is this short.
-            scores = (q[:, :, :, None, :] * key[:, :, None, :, :]).sum(-1) / math.sqrt(self.cfg.d_head)
-            scores = _mask_future(scores) if causal else scores
-            pattern = F.dropout(scores.softmax(-1), p_drop, self.training)
-            z = (pattern[..., None] * v[:, :, None, :, :]).sum(-2)  # [b, h, tq, k]
-        else:
-            scores = q @ key.transpose(-1, -2) / math.sqrt(self.cfg.d_head)  # [b, h, tq, t]
-            scores = _mask_future(scores) if causal else scores
-            pattern = scores.softmax(-1)
-            if cache is not None:
-                cache[f"{prefix}attn.pattern"] = pattern.detach()
-            z = F.dropout(pattern, p_drop, self.training) @ v
+        if cache is not None:  # the pattern is recorded: the plain computation
+            z = attend(q, key, value, causal, p_drop, self.training, cache, f"{prefix}attn.pattern")
+        else:  # the same arithmetic by the kernel fastest at this length (attention_kernel)
+            z = attention_kernel(key.shape[2], self.fused)(q, key, value, causal, p_drop,
+                                                           self.training)
         # Sum over heads of z_h @ W_O[h]: [b, h, tq, k] -> [b, tq, d].
         b_, h, tq, k = z.shape
         out = z.transpose(1, 2).reshape(b_, tq, h * k) @ self.W_O.reshape(h * k, -1)
@@ -340,12 +349,13 @@ class Block(nn.Module):
 class Transformer(nn.Module):
     """tokens [b, t] -> logits [b, t, v]; [b, v] with ``last_only``; [b, (t,) n_tasks, q] multi-task.
 
-    Options that change how, never what, it computes (equal up to float rounding, tested):
-    ``last_position`` picks the shortcut of a last-position forward (rt_lib/fast_paths.py):
-    "shared" (each distinct prefix once; one block: (position, token) key/value tables), "vocab"
-    (every one-token prefix of the vocabulary: a data-independent shape that vmap needs, for
-    rt_lib/batched.py) or "full" (none: the reference the others are tested against);
-    ``fused_attention`` uses SDPA beyond SHORT_SEQ positions (False: plain matmuls, for vmap).
+    ``forward`` is the plain forward.  Options that change how, never what, it computes (equal up
+    to float rounding, tested): ``last_position`` is stored for the last-position shortcuts of
+    :func:`rt_lib.fast_paths.last_logits`, which read it (forward never does): "shared" (each
+    distinct prefix once; one block: (position, token) key/value tables), "vocab" (every
+    one-token prefix of the vocabulary: a data-independent shape that vmap needs, for
+    rt_lib/batched.py) or "full" (none: the plain forward); ``fused_attention`` uses SDPA beyond
+    SHORT_SEQ keys (False: plain matmuls, for vmap).
     """
 
     def __init__(self, cfg: TransformerConfig, last_position: LastPosition = "shared",
@@ -353,7 +363,7 @@ class Transformer(nn.Module):
         super().__init__()
         _check_choice("last_position", last_position, get_args(LastPosition))
         self.cfg = cfg
-        self.last_position = last_position  # read by fast_paths.last_position_logits
+        self.last_position = last_position  # read by fast_paths.last_logits, not by forward
         self.W_E = nn.Parameter(torch.empty(cfg.d_vocab, cfg.d_model))  # [v, d]
         if cfg.pos_embed == "learned":
             self.W_pos = nn.Parameter(torch.empty(cfg.n_ctx, cfg.d_model))  # [t, d]
@@ -389,10 +399,8 @@ class Transformer(nn.Module):
 
     def forward(self, tokens: Tensor, last_only: bool = False,
                 cache: dict | None = None) -> Tensor:
-        if last_only and cache is None:
-            logits = fast_paths.last_position_logits(self, tokens)  # None: no shortcut applies
-            if logits is not None:
-                return logits
+        """Logits at every position, or at the last alone with ``last_only``; ``cache`` collects
+        activations by TransformerLens name (embed, attn.pattern, mlp.post, resid_post)."""
         x = self.embed(tokens)  # [b, t, d]
         if cache is not None:
             cache["embed"] = x.detach()
@@ -408,12 +416,13 @@ class Transformer(nn.Module):
         return self.unembed(x)
 
     def unembed(self, x: Tensor) -> Tensor:
+        """x [..., d] -> logits [..., v], or [..., n_tasks, q_max] with one unembedding per task."""
         if self.cfg.out_sizes is None:
             return x @ self.W_U
         # One [d, sum q] matmul over the existing classes of every head, placed into
         # [..., n_tasks, q_max] over -inf: the same logits as a per-head einsum followed by a
-        # mask, at 47 % of its FLOPs for p = 113 and without its broadcast copy of x (the einsum
-        # was half the FLOPs of the paper-scale step, p = 113, d = 256, FlopCounterMode).
+        # mask, without the columns of classes that do not exist and without the einsum's
+        # broadcast copy of x.
         n, d, q = self.W_U.shape
         columns = self.W_U.permute(1, 0, 2).reshape(d, n * q)[:, self.out_columns]
         logits = x.new_full((*x.shape[:-1], n * q), float("-inf"))
@@ -519,8 +528,40 @@ def eval_mode(model: nn.Module) -> Iterator[nn.Module]:
         model.train(was_training)
 
 
+# --- Attention kernels ----------------------------------------------------------------------------
+# The arithmetic of `attend`, regrouped for speed; equal to it up to float rounding (tested).
+# Attention.forward runs the one attention_kernel picks whenever it records no pattern.
+
+def attend_short(q: Tensor, key: Tensor, value: Tensor, causal: bool, p_drop: float,
+                 training: bool) -> Tensor:
+    """:func:`attend` by broadcast products: for few positions (modular addition, miiii: 2-3),
+    where the per-call cost of a matmul or of the fused kernel dominates."""
+    scores = (q[:, :, :, None, :] * key[:, :, None, :, :]).sum(-1) / math.sqrt(q.shape[-1])
+    scores = _mask_future(scores) if causal else scores
+    pattern = F.dropout(scores.softmax(-1), p_drop, training)
+    return (pattern[..., None] * value[:, :, None, :, :]).sum(-2)  # [b, h, tq, k]
+
+
+def attend_fused(q: Tensor, key: Tensor, value: Tensor, causal: bool, p_drop: float,
+                 training: bool) -> Tensor:
+    """:func:`attend` by torch's fused kernel (scaled_dot_product_attention)."""
+    return F.scaled_dot_product_attention(q, key, value, is_causal=causal,
+                                          dropout_p=p_drop if training else 0.0)
+
+
+def attention_kernel(n_keys: int, fused: bool) -> Callable[..., Tensor]:
+    """The kernel of an attention over ``n_keys`` keys that records no pattern: broadcast
+    products up to SHORT_SEQ keys; beyond, SDPA when ``fused``, else the plain matmuls of
+    :func:`attend` (for vmap, which has no batching rule for SDPA on CPU and would loop over
+    the stacked seeds)."""
+    if n_keys <= SHORT_SEQ:
+        return attend_short
+    return attend_fused if fused else attend
+
+
 __all__ = [
     "TRAINABLE_PARAMS", "Trainable", "TransformerConfig", "Transformer", "LSTMConfig", "LSTM",
     "ModelConfig", "LastPosition", "build_model", "count_params", "eval_mode", "miiii_config",
-    "sinusoidal_positions", "apply_trainable",
+    "sinusoidal_positions", "apply_trainable", "attend", "attend_fused", "attend_short",
+    "attention_kernel",
 ]

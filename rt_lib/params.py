@@ -8,7 +8,7 @@ into tuples, and then runs the subclass's own :meth:`Params.check` (ranges, know
 
 The defaults of a subclass are the experiment's CPU profile; ``configs/<profile>/`` holds the
 others.  :meth:`Params.changes_from` says which fields differ from a profile's, which is what
-names an exploration run's results folder (:mod:`rt_lib.experiments.registry`).
+names an exploration run's results folder (:mod:`rt_lib.pipeline.registry`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import math
 import types
 import typing
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from functools import cache
 from typing import Any, ClassVar, Literal, get_args, get_origin
 
@@ -96,6 +96,9 @@ class Params:
     #: names every parameter of its notebook); a number is an upper bound (a profile already
     #: below it keeps its value), any other value replaces the profile's.
     SMOKE: ClassVar[dict[str, Any]] = {}
+    #: fields the notebook's parameters cell leaves out (:func:`parameters_cell`): knobs of the
+    #: profiles' configs only, or fields a shared base declares that this notebook does not use
+    CELL_OMITS: ClassVar[frozenset[str]] = frozenset()
 
     def __post_init__(self) -> None:
         hints = _hints(type(self))
@@ -151,3 +154,113 @@ def check_positive_ints(name: str, values: Any) -> None:
     """A non-empty list of positive integers (or one, given as a one-item list)."""
     if not values or any(not isinstance(v, int) or isinstance(v, bool) or v < 1 for v in values):
         raise ValueError(f"{name}={list(values)!r} must be a non-empty list of positive integers")
+
+
+# ---- the notebook's parameters cell, written from its Params class -----------------------------
+# The class is the one place of a notebook's defaults and their comments; the notebook's first
+# code cell (tagged ``parameters``) is generated from it (scripts/parameters_cells.py), and a test
+# fails when the two differ.  Editing the cell in a live notebook is exploring: its run goes to a
+# folder of its own (rt_lib.pipeline.registry), since the class still says what the profile is.
+
+CELL_WIDTH = 28  # the column the comments start at, as far as the assignments allow
+CELL_LINE = 100  # a longer list or mapping is written one item per line
+
+
+@cache
+def _trailing_comments(klass: type) -> dict[str, str]:
+    """{field: the comment after its definition, on the same line} in ``klass``'s own body."""
+    import ast
+    import inspect
+    import textwrap
+
+    source = textwrap.dedent(inspect.getsource(klass))
+    lines = source.splitlines()
+    body = ast.parse(source).body[0].body
+    out = {}
+    for node in body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            # end_col_offset counts UTF-8 bytes
+            tail = lines[node.end_lineno - 1].encode()[node.end_col_offset:].decode().strip()
+            if tail.startswith("#"):
+                out[node.target.id] = tail[1:].strip()
+    return out
+
+
+def _own_fields(klass: type) -> list[str]:
+    return [name for name, hint in vars(klass).get("__annotations__", {}).items()
+            if "ClassVar" not in str(hint)]
+
+
+def field_comments(cls: type[Params]) -> dict[str, str]:
+    """{field: its comment} as the most derived class that comments it says."""
+    out: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):  # base first: a subclass's comment replaces its base's
+        if issubclass(klass, Params):
+            out.update({k: v for k, v in _trailing_comments(klass).items()
+                        if k in _own_fields(klass)})
+    return out
+
+
+def cell_fields(cls: type[Params]) -> list[str]:
+    """The fields the parameters cell shows, in its order: those a class introduces before its
+    base's (the notebook's own task first, then the shared ones), each class's in its order;
+    :attr:`Params.CELL_OMITS` left out."""
+    order: list[str] = []
+    for klass in cls.__mro__:  # most derived first
+        if issubclass(klass, Params):
+            introduced = [n for n in _own_fields(klass) if not any(
+                n in _own_fields(base) for base in klass.__mro__[1:] if issubclass(base, Params))]
+            order += [n for n in introduced if n not in order]
+    names = set(cls.names())
+    return [n for n in order if n in names and n not in cls.CELL_OMITS]
+
+
+def literal(value: Any) -> str:
+    """``value`` as Python source in a parameters cell: lists for tuples, double-quoted strings,
+    ``1e-05`` as ``1e-5``, thousands as ``10_000``."""
+    if isinstance(value, (tuple, list)):
+        return "[" + ", ".join(literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{literal(k)}: {literal(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, bool) or value is None:
+        return repr(value)
+    if isinstance(value, int):
+        return f"{value:_}" if abs(value) >= 10_000 else str(value)
+    if isinstance(value, float):
+        text = repr(value)
+        if 0 < abs(value) <= 0.01:  # learning rates and decays read as 1e-3, 5e-4
+            text = f"{value:.6e}"
+        if "e" in text:
+            mantissa, exponent = text.split("e")
+            mantissa = mantissa.rstrip("0").removesuffix(".") if "." in mantissa else mantissa
+            return f"{mantissa}e{int(exponent)}"
+        return text
+    return repr(value)
+
+
+def parameters_cell(cls: type[Params], module: str) -> str:
+    """The source of a notebook's parameters cell: every shown field of ``cls`` (defined in
+    ``module``, a path for the header) with its default and comment."""
+    comments = field_comments(cls)
+    defaults = {f.name: f.default_factory() if f.default_factory is not MISSING else f.default
+                for f in fields(cls)}  # not built: building checks data paths (notebook 08)
+    lines = [f"# Parameters: the CPU profile, written from {cls.__name__} ({module}) by",
+             "# scripts/parameters_cells.py; changed here, a run is an exploration with a results folder",
+             "# of its own. papermill injects other profiles after this cell."]
+    for name in cell_fields(cls):
+        value = plain(defaults[name])
+        code = f"{name} = {literal(value)}"
+        comment = comments.get(name)
+        if len(code) > CELL_LINE and isinstance(value, (list, dict)) and value:
+            # one item per line, the comment above: a long list or mapping stays readable
+            items = ([f"    {literal(k)}: {literal(v)}," for k, v in value.items()]
+                     if isinstance(value, dict) else [f"    {literal(v)}," for v in value])
+            brackets = "{}" if isinstance(value, dict) else "[]"
+            lines += [f"# {comment}"] if comment else []
+            lines += [f"{name} = {brackets[0]}", *items, brackets[1]]
+            continue
+        lines.append(f"{code:<{CELL_WIDTH - 1}} # {comment}" if comment and len(code) < CELL_WIDTH - 1
+                     else f"{code}  # {comment}" if comment else code)
+    return "\n".join(lines)

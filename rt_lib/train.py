@@ -22,6 +22,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from rt_lib import fast_paths
 from rt_lib.io import CorruptFileError, atomic_save_torch, load_torch
 from rt_lib.model import eval_mode
 from rt_lib.seeding import derive, set_threads
@@ -181,7 +182,8 @@ def evaluate(model: nn.Module, task: Task, batch_size: int = 8192,
                 xb = x[start : start + batch_size].to(device)
                 yb = y[start : start + batch_size].to(device)
                 with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-                    logits = model(xb, last_only=task.last_only)
+                    # last-position tasks: the shortcut where one applies (rt_lib/fast_paths.py)
+                    logits = fast_paths.last_logits(model, xb) if task.last_only else model(xb)
                 for key, values in task.scores(logits.float(), yb).items():
                     sums[key] = sums.get(key, 0.0) + values.double().sum().item()
             for key, total in sums.items():
@@ -207,9 +209,10 @@ def train_step(model: nn.Module, task: Task, optimizer: torch.optim.Optimizer, x
 
     No ``.item()`` here: the loss is read only when an evaluation is due, so on a GPU the loop
     runs ahead of the kernels (the shared-prefix forward's ``unique`` is the one wait).  The
-    benchmarks time exactly this function."""
+    benchmarks time exactly this function.  A task scored at the last position takes the
+    shortcut of :func:`rt_lib.fast_paths.last_logits` where one applies."""
     with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=cfg.bf16):
-        logits = model(x, last_only=task.last_only)
+        logits = fast_paths.last_logits(model, x) if task.last_only else model(x)
     loss = task.loss(logits.float(), y)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()

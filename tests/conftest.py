@@ -18,3 +18,21 @@ def results_tmp(tmp_path, monkeypatch):
     """Redirect results/ to a temporary folder for tests that write."""
     monkeypatch.setenv("RT_RESULTS", str(tmp_path / "results"))
     return tmp_path / "results"
+
+
+@pytest.fixture
+def run_context(monkeypatch):
+    """A function that hands this process a run context as the runner does (``$RT_RUN``):
+    the current one with the given fields changed; ``run_context(None)`` takes it away."""
+    from rt_lib import context
+
+    def hand(_clear: object = ..., **fields):
+        if _clear is None:
+            monkeypatch.delenv(context.ENV, raising=False)
+            return None
+        run = context.current().with_(**fields)
+        monkeypatch.setenv(context.ENV, run.to_env()[context.ENV])
+        return run
+
+    monkeypatch.delenv(context.ENV, raising=False)
+    return hand

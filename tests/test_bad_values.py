@@ -6,11 +6,11 @@ import math
 import pytest
 import torch
 
-from rt_lib import runner
+from rt_lib.pipeline import runner
 from rt_lib.batched import train_batched
 from rt_lib.experiments.modular_addition import ModularAdditionParams
 from rt_lib.experiments.tinystories import TinyStoriesParams
-from rt_lib.io import env_threads
+from rt_lib.context import env_threads
 from rt_lib.model import TransformerConfig, build_model
 from rt_lib.seeding import set_threads
 from rt_lib.tasks import modular_addition

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from rt_lib.batched import can_batch, train_batched
-from rt_lib.fast_paths import shared_prefixes
+from rt_lib.fast_paths import last_logits, shared_prefixes
 from rt_lib.model import LSTMConfig, TransformerConfig, build_model
 from rt_lib.tasks.modular import modular_addition
 from rt_lib.train import TrainConfig, train
@@ -71,7 +71,7 @@ def test_vocab_prefixes_equal_the_full_forward():
                         last_position="vocab")
     x, _ = task.get_batch(0, 20, 0)
     assert shared_prefixes(model, x) is not None  # the path is taken
-    torch.testing.assert_close(model(x, last_only=True), model(x)[:, -1], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(last_logits(model, x), model(x)[:, -1], rtol=1e-5, atol=1e-6)
 
 
 def test_train_grid_batches_restarts_with_the_same_results():

@@ -3,7 +3,7 @@ download):
 
 - notebook 13's neuron explorer in JupyterLab, the notebook run with a tiny training profile
   injected by papermill: moving the neuron slider must change the rendered image;
-- the companion site (rt_lib.site) built from the committed notebooks: it opens with no console
+- the companion site (rt_lib.pipeline.site) built from the committed notebooks: it opens with no console
   error and no request outside its folder, every page shows every figure of its notebook, and
   the kernel-free explorers (rt_lib.frames) of notebooks 01, 02 and 13 change their picture when
   a slider moves, and the formulas of a page are typeset by the site's own MathJax copy.
@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from rt_lib.runner import available_notebooks
-from rt_lib.site import build_site
+from rt_lib.pipeline.plan import available_notebooks
+from rt_lib.pipeline.site import build_site
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("RT_CHROMIUM", "/usr/bin/chromium")
@@ -264,3 +264,26 @@ def test_a_pages_formulas_are_typeset_by_the_sites_own_mathjax_with_nothing_fetc
     assert typeset > 0 and miiii > 0, (name, typeset, miiii)
     assert MIIII not in text, f"{name}: {MIIII} is still shown as TeX"
     assert not errors, (name, errors)
+
+
+def test_the_readmes_picture_is_the_sites_claims_table(site, tmp_path):
+    """rt_lib.pipeline.site.picture (what a full run redraws docs/site_claims.png with): a PNG
+    as wide as the table Chromium lays out, as tall as its rows, in a palette of 64 colours."""
+    from PIL import Image
+    from playwright.sync_api import sync_playwright
+
+    from rt_lib.pipeline.site import picture
+
+    index, _ = site
+    png = picture(index, tmp_path / "claims.png")
+    with sync_playwright() as pw:  # the table's own box, measured independently
+        browser = _browser(pw)
+        page = browser.new_page(viewport={"width": 1500, "height": 1000})
+        page.goto(index.resolve().as_uri())
+        box = page.locator("table.rt-claims").bounding_box()
+        browser.close()
+    with Image.open(png) as image:
+        assert image.mode == "P" and len(image.getcolors()) <= 64
+        assert abs(image.width - box["width"]) <= 2 and abs(image.height - box["height"]) <= 2
+    assert box["height"] > 10  # a header row at least (this fixture's runs record no claims)
+    assert not list(tmp_path.glob(".*"))  # written atomically: no temporary left

@@ -13,7 +13,7 @@ import pytest
 
 from rt_lib import claims as claims_mod
 from rt_lib.claims import Claims, ClaimsFailed, ledger, ledger_of, summary
-from rt_lib.experiments.registry import registry
+from rt_lib.pipeline.registry import registry
 from rt_lib.io import PROJECT_ROOT
 from rt_lib.verdicts import (FAILS, HOLDS, NOT_SHOWN, Verdict, beyond_noise, every, larger,
                              reaches, smaller)

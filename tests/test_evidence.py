@@ -1,4 +1,4 @@
-"""Evidence kept from a finished run (rt_lib.evidence) and its columns on the site: a real
+"""Evidence kept from a finished run (rt_lib.pipeline.evidence) and its columns on the site: a real
 paper-profile smoke run of notebook 05 (about half a minute on one core), kept into temporary
 evidence folders."""
 
@@ -20,9 +20,9 @@ import pytest
 import torch
 import yaml
 
-from rt_lib import evidence
+from rt_lib.pipeline import evidence
 from rt_lib.io import PROJECT_ROOT, DamagedFileError
-from rt_lib.site import NOT_RECORDED, build_site
+from rt_lib.pipeline.site import NOT_RECORDED, build_site
 
 NAME = "05_memorisation"  # the quickest notebook of the smoke run: a claim, a figure, models
 PROFILE = "paper-smoke"
@@ -35,7 +35,7 @@ def smoke_run(tmp_path_factory) -> Path:
     """The paper profile's smoke run of notebook 05, as ./run_all.sh leaves it."""
     base = tmp_path_factory.mktemp("smoke")
     env = {**os.environ, "RT_RESULTS": str(base / "results"), "TQDM_DISABLE": "1"}
-    proc = subprocess.run([sys.executable, "-m", "rt_lib.runner", "--profile", "paper", "--smoke",
+    proc = subprocess.run([sys.executable, "-m", "rt_lib.pipeline.runner", "--profile", "paper", "--smoke",
                            "--only", "05", "--no-footprints", "--jobs", "1"], cwd=PROJECT_ROOT,
                           env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

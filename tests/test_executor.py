@@ -1,8 +1,7 @@
-"""rt_lib.executor: runs as submitit jobs (local here; Slurm as far as sbatch's input)."""
+"""rt_lib.pipeline.executor: runs as submitit jobs (local here; Slurm as far as sbatch's input)."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import stat
@@ -16,7 +15,7 @@ import pandas as pd
 import pytest
 import torch
 
-from rt_lib import executor as ex
+from rt_lib.pipeline import executor as ex
 from rt_lib.experiments.common import train_grid
 from rt_lib.experiments.modular_addition import ModularAdditionParams
 from rt_lib.io import PROJECT_ROOT
@@ -142,7 +141,7 @@ def test_a_language_grid_as_local_jobs_reads_its_streams_from_one_file(tmp_path,
     _assert_same_grid(inline, local)
 
 
-def test_settings_are_checked_by_name(tmp_path):
+def test_settings_are_checked_by_name(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="partitoin"):
         ex.ExecutorConfig.from_mapping("slurm", {"partitoin": "gpu"})
     with pytest.raises(ValueError, match="kind must be one of"):
@@ -151,8 +150,8 @@ def test_settings_are_checked_by_name(tmp_path):
         ex.ExecutorConfig(kind="slurm", time_min=0)
     config = ex.load_config("slurm", overrides={"partition": "a100"})
     assert config.partition == "a100" and config.gpus_per_node == 1  # configs/slurm.yaml's
-    passed = json.loads(ex.to_env(config)[ex.EXECUTOR_CONFIG_ENV])  # what a notebook reads
-    assert ex.ExecutorConfig.from_mapping(config.kind, passed) == config
+    monkeypatch.setenv("RT_RUN", ex.to_env(config)["RT_RUN"])  # what a notebook is handed
+    assert ex.current() == config
 
 
 def test_slurm_submits_one_job_array_with_the_configured_resources(tmp_path, monkeypatch):
@@ -214,7 +213,7 @@ def test_run_all_with_the_local_executor_matches_inline(tmp_path):
         results = tmp_path / kind
         env = {**os.environ, "RT_NOTEBOOKS": str(books), "RT_RESULTS": str(results),
                "TQDM_DISABLE": "1"}
-        proc = subprocess.run([sys.executable, "-m", "rt_lib.runner", "--executor", kind],
+        proc = subprocess.run([sys.executable, "-m", "rt_lib.pipeline.runner", "--executor", kind],
                               env=env, cwd=PROJECT_ROOT, capture_output=True,
                               text=True, timeout=600)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -227,7 +226,7 @@ def test_run_all_with_the_local_executor_matches_inline(tmp_path):
 
 
 def test_the_runner_refuses_an_unknown_executor_setting(tmp_path):
-    from rt_lib import runner
+    from rt_lib.pipeline import runner
 
     with pytest.raises(SystemExit):
         runner.main(["--executor", "cluster"])
@@ -285,18 +284,17 @@ def test_optuna_trial_batches_as_local_jobs_share_a_journal_file(tmp_path, monke
     assert stored[-1] == "trials3_batch0.pt" and len(stored) == 3  # one job, for the trial missing
 
 
-def test_mid_run_files_stay_in_the_running_notebooks_folder(tmp_path, monkeypatch):
+def test_mid_run_files_stay_in_the_running_notebooks_folder(tmp_path, monkeypatch, run_context):
     """Notebook 06 trains 01-04's grids: their checkpoints and job results go under 06's folder
     (removed when 06 finishes), never among 01's recorded results."""
-    from rt_lib.experiments.common import resume_dir
+    from rt_lib.pipeline.resume import resume_dir
 
     monkeypatch.setenv("RT_RESULTS", str(tmp_path))
-    monkeypatch.setenv("RT_RUN_KEY", "0123456789abcdef0123")
-    monkeypatch.setenv("RT_NOTEBOOK", "06_embedding_ablations")
+    run_context(run_key="0123456789abcdef0123", notebook="06_embedding_ablations")
     assert resume_dir("01_modular_addition") == str(
         tmp_path / "06_embedding_ablations" / "resume" / "0123456789abcdef" / "01_modular_addition")
-    monkeypatch.setenv("RT_NOTEBOOK", "01_modular_addition")
+    run_context(notebook="01_modular_addition")
     assert resume_dir("01_modular_addition") == str(
         tmp_path / "01_modular_addition" / "resume" / "0123456789abcdef")
-    monkeypatch.delenv("RT_RUN_KEY")
+    run_context(None)
     assert resume_dir("01_modular_addition") is None  # outside the runner nothing is kept

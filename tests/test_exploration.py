@@ -16,10 +16,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from rt_lib import runner
-from rt_lib.experiments.registry import PARAMETERS_FILE
+from rt_lib.pipeline import runner
+from rt_lib.pipeline.registry import PARAMETERS_FILE
 
-PROJECT = Path(runner.__file__).resolve().parents[1]
+PROJECT = Path(runner.__file__).resolve().parents[2]
 
 # The real notebooks' parameters cells (the stand-ins must validate as they do).
 P01 = "".join(c["source"] for c in nbformat.read(PROJECT / "notebooks/01_modular_addition.ipynb", 4).cells
@@ -73,8 +73,8 @@ def books(tmp_path_factory) -> Path:
 def _run_all(books: Path, results: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "RT_NOTEBOOKS": str(books), "RT_RESULTS": str(results),
            "TQDM_DISABLE": "1", "RT_THREADS": "1"}
-    env.pop("RT_FOLDERS", None)
-    return subprocess.run([sys.executable, "-m", "rt_lib.runner", "--jobs", "2", *args],
+    env.pop("RT_RUN", None)
+    return subprocess.run([sys.executable, "-m", "rt_lib.pipeline.runner", "--jobs", "2", *args],
                           env=env, capture_output=True, text=True, timeout=600, cwd=PROJECT)
 
 
@@ -135,7 +135,7 @@ def test_a_live_notebook_with_changed_parameters_writes_to_its_own_folder(result
                                                                          monkeypatch):
     from rt_lib.experiments.table1 import EXPERIMENT
 
-    monkeypatch.delenv("RT_FOLDERS", raising=False)
+    monkeypatch.delenv("RT_RUN", raising=False)
     monkeypatch.setattr("rt_lib.io._folders", {})
     params, out, claims = EXPERIMENT.start({"widths": [16]})
     assert out == results_tmp / "07_table1+widths=[16]" and not claims.strict

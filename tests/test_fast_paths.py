@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from rt_lib.fast_paths import distinct_rows, token_tables_apply
+from rt_lib.fast_paths import distinct_rows, last_logits, token_tables_apply
 from rt_lib.model import build_model, miiii_config
 from rt_lib.tasks.miiii import miiii_task
 
@@ -46,7 +46,7 @@ def test_miiii_loss_equals_per_head_cross_entropy_over_valid_classes():
     task = miiii_task(11, "miiii", split="code", train_fraction=0.5)
     x, y = task.get_batch(0, None, 0)
     model = build_model(miiii_config(11, d_model=16, n_heads=2, dropout=0.0), 0)
-    logits = model(x, last_only=True)
+    logits = last_logits(model, x)
     expected = torch.stack([
         F.cross_entropy(logits[:, i, :q], y[:, i], reduction="none") / torch.log(torch.tensor(q))
         for i, q in enumerate(task.qs)], 1)
@@ -59,7 +59,7 @@ def test_one_block_token_tables_equal_the_full_forward():
     cfg = miiii_config(13, d_model=32, n_heads=4, dropout=0.0)
     model = build_model(cfg, 0)
     assert token_tables_apply(model, x)  # 2 x 14 (position, token) pairs for 135 rows
-    fast = model(x, last_only=True)
+    fast = last_logits(model, x)
     plain = build_model(cfg, 0, last_position="full")  # every row in full
     assert not token_tables_apply(plain, x)
     full = model(x)[:, -1]
@@ -75,7 +75,7 @@ def test_residual_dropout_leaves_embeddings_and_attention_alone():
     x = torch.randint(0, 14, (64, 3), generator=torch.Generator().manual_seed(0))
     torch.testing.assert_close(model.embed(x), model.W_E[x] + model.W_pos)
     assert token_tables_apply(model, torch.randint(0, 14, (200, 3)))  # valid while training
-    a, b = model(x, last_only=True), model(x, last_only=True)
+    a, b = last_logits(model, x), last_logits(model, x)
     assert not torch.equal(a, b)  # dropout still acts (on the residual stream)
     cache = {}
     model.eval()(x, cache=cache)

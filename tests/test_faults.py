@@ -18,15 +18,16 @@ import pandas as pd
 import pytest
 import torch
 
-from rt_lib import runner
+from rt_lib.pipeline import runner
+from rt_lib.pipeline import plan as planning
 from rt_lib.io import CorruptFileError, atomic_save_torch, load_torch
-from rt_lib.manifest import Manifest, output_files
+from rt_lib.pipeline.manifest import Manifest, output_files
 from rt_lib.model import TransformerConfig, build_model
 from rt_lib.tasks import modular_addition
 from rt_lib.train import TrainConfig, train
 
 pytestmark = pytest.mark.fault
-PROJECT = Path(runner.__file__).resolve().parents[1]
+PROJECT = Path(runner.__file__).resolve().parents[2]
 
 # A "long training" notebook at a tiny profile: checkpoints, resumes, writes a table and a figure.
 # For the interruption test its grad hook (a) appends "<first step> <steps>", the optimiser steps
@@ -122,7 +123,7 @@ def _env(books: Path, results: Path) -> dict:
 
 
 def _run_all(books: Path, results: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "rt_lib.runner", "--jobs", "2", *args],
+    return subprocess.run([sys.executable, "-m", "rt_lib.pipeline.runner", "--jobs", "2", *args],
                           env=_env(books, results), capture_output=True, text=True, timeout=600,
                           cwd=PROJECT)
 
@@ -179,7 +180,7 @@ def test_run_all_killed_then_rerun_finishes_only_what_was_left(books, reference,
     with open(log, "w") as out:
         # Started with SIGINT ignored, as a command started with `&` from a script is: Ctrl-C
         # (kill -INT) must unwind the run all the same.
-        proc = subprocess.Popen([sys.executable, "-m", "rt_lib.runner", "--jobs", "2"],
+        proc = subprocess.Popen([sys.executable, "-m", "rt_lib.pipeline.runner", "--jobs", "2"],
                                 env=_env(books, results), cwd=PROJECT, stdout=out,
                                 stderr=subprocess.STDOUT, text=True, start_new_session=True,
                                 preexec_fn=_ignore_sigint)
@@ -416,7 +417,7 @@ def test_a_real_notebook_run_twice_writes_identical_tables(tmp_path):
     # per parameter; at n = 16, width 8 it fails and the notebook stops), small enough for seconds.
     tiny = ["--only", "05", "--set", "n=64", "--set", "widths=[16]", "--set", "steps=150",
             "--set", "eval_every=50", "--set", "warmup_steps=10"]
-    first, second = [_run_all(runner.NOTEBOOKS, tmp_path / run, *tiny) for run in "ab"]
+    first, second = [_run_all(planning.NOTEBOOKS, tmp_path / run, *tiny) for run in "ab"]
     assert first.returncode == 0 and second.returncode == 0, first.stderr[-2000:]
     # an exploration run: its own folder, named after the changes (a hash when they are long)
     (a,) = (tmp_path / "a").glob("05_memorisation+*")

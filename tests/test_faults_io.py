@@ -22,11 +22,10 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from rt_lib import runner
-from rt_lib.executor import EXECUTOR_CONFIG_ENV, EXECUTOR_ENV
+from rt_lib.pipeline import runner
 from rt_lib.io import (DamagedFileError, WriteFailedError, atomic_path, atomic_save_torch,
                        atomic_write_text, load_torch, save_csv, save_figure, use_folder)
-from rt_lib.manifest import Manifest
+from rt_lib.pipeline.manifest import Manifest
 from rt_lib.model import TransformerConfig, build_model
 from rt_lib.tasks import modular_addition
 from rt_lib.train import TrainConfig, train
@@ -219,8 +218,6 @@ def test_run_all_stops_with_the_message_when_the_manifest_cannot_be_written(tmp_
     for key, value in (("RT_NOTEBOOKS", str(books)), ("RT_RESULTS", str(root)),
                        ("TQDM_DISABLE", "1"), ("RT_THREADS", "1")):
         monkeypatch.setenv(key, value)
-    for key in (EXECUTOR_ENV, EXECUTOR_CONFIG_ENV):  # main() sets them: restored after
-        monkeypatch.setenv(key, os.environ.get(key, ""))
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         assert runner.main(["--jobs", "1"]) == 1
@@ -399,7 +396,7 @@ def test_a_damaged_parameters_file_of_notebook_11_is_named_by_its_readers(result
     from rt_lib.experiments.miiii import explored_train_params
 
     monkeypatch.setattr("rt_lib.io._folders", {})
-    monkeypatch.delenv("RT_FOLDERS", raising=False)
+    monkeypatch.delenv("RT_RUN", raising=False)
     folder = results_tmp / "11_miiii_training+p=41"
     use_folder("11_miiii_training", folder.name)
     path = folder / "parameters.yaml"
@@ -435,7 +432,7 @@ def test_run_all_list_names_damaged_claims_and_parameters_and_lists_the_rest(res
 
 
 def test_the_site_builder_names_a_damaged_claims_file(tmp_path):
-    from rt_lib.site import build_site
+    from rt_lib.pipeline.site import build_site
 
     root = tmp_path / "results"
     (root / "01_quick").mkdir(parents=True)

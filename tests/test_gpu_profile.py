@@ -9,9 +9,11 @@ import sys
 
 import pytest
 
-from rt_lib import runner
+from rt_lib.pipeline import runner
+from rt_lib.pipeline import plan as planning
 from rt_lib.experiments import miiii
-from rt_lib.experiments.registry import CONFIGS, registry
+from rt_lib.pipeline.registry import registry
+from rt_lib.context import CONFIGS
 from rt_lib.io import PROJECT_ROOT
 
 COVERED = sorted(p.stem for p in (CONFIGS / "gpu").glob("*.yaml"))
@@ -59,15 +61,15 @@ def test_a_covered_notebook_reading_an_uncovered_one_is_refused(tmp_path, monkey
     configs = tmp_path / "configs"
     (configs / "partial").mkdir(parents=True)
     (configs / "partial" / "07_table1.yaml").write_text("widths: null\n")
-    monkeypatch.setattr(runner, "CONFIGS", configs)
+    monkeypatch.setattr(planning, "CONFIGS", configs)
     with pytest.raises(runner.RunError, match="07_table1 reads 01_modular_addition"):
-        runner.covered(runner.select(None), "partial", explicit=False)
+        planning.covered(planning.select(None), "partial", explicit=False)
 
 
 def test_gpu_profile_claims_are_recorded_without_failing_the_run():
     """Between the CPU profile (nbval) and the papers' scale, a GPU run is evidence: a claim
     that does not show there is recorded, not an error."""
-    from rt_lib.experiments.registry import STRICT_PROFILES
+    from rt_lib.pipeline.registry import STRICT_PROFILES
 
     assert "gpu" not in STRICT_PROFILES and {"cpu", "paper"} <= set(STRICT_PROFILES)
 
@@ -79,7 +81,7 @@ def test_the_gpu_profile_smoke_test_runs_end_to_end(tmp_path):
     if os.environ.get("RT_TEST_SMOKE") == "0":
         pytest.skip("RT_TEST_SMOKE=0: the smoke runs left out")
     env = {**os.environ, "RT_RESULTS": str(tmp_path / "results"), "TQDM_DISABLE": "1"}
-    proc = subprocess.run([sys.executable, "-m", "rt_lib.runner", "--profile", "gpu", "--smoke",
+    proc = subprocess.run([sys.executable, "-m", "rt_lib.pipeline.runner", "--profile", "gpu", "--smoke",
                            "--jobs", "1", "--no-footprints"], cwd=PROJECT_ROOT, env=env,
                           capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -6,8 +6,9 @@ import time
 import pandas as pd
 import pytest
 
-from rt_lib import runner
-from rt_lib.io import FOLDERS_ENV, PROJECT_ROOT, atomic_path, results_dir, save_csv
+from rt_lib.pipeline import runner
+from rt_lib.pipeline import schedule as scheduling
+from rt_lib.io import PROJECT_ROOT, atomic_path, results_dir, save_csv
 
 
 def test_atomic_write_keeps_old_file_when_interrupted(tmp_path):
@@ -43,7 +44,7 @@ def test_results_dir_is_anchored_on_the_package(monkeypatch, tmp_path):
     """From any working directory, results go beside notebooks/ and run_all.sh (the checkout),
     named without creating anything."""
     monkeypatch.delenv("RT_RESULTS", raising=False)
-    monkeypatch.delenv(FOLDERS_ENV, raising=False)
+    monkeypatch.delenv("RT_RUN", raising=False)
     monkeypatch.delenv("RT_NOTEBOOKS", raising=False)
     monkeypatch.chdir(tmp_path)
     path = results_dir("01_x", create=False)
@@ -88,7 +89,7 @@ def test_paper_profile_injects_its_config(tmp_path):
 
 def test_every_paper_config_names_only_known_parameters_and_validates():
     from rt_lib.experiments import miiii
-    from rt_lib.experiments.registry import registry
+    from rt_lib.pipeline.registry import registry
 
     jobs = runner.plan("paper", None, {})
     assert {job.name for job in jobs} == set(registry())  # every notebook has a paper config
@@ -120,7 +121,7 @@ def test_a_failing_notebook_is_kept_beside_the_results(tmp_path, monkeypatch):
     before = src.read_bytes()
     job = runner.Job("99_broken", src, {}, tmp_path / "results" / "99_broken")
     with pytest.raises(Exception, match="boom"):
-        runner.execute(job, src)  # as with --update-notebooks: output = the notebook itself
+        scheduling.execute(job, src)  # as with --update-notebooks: output = the notebook itself
     assert (job.output_dir / "99_broken.failed.ipynb").exists()
     assert sorted(p.name for p in src.parent.iterdir()) == ["99_broken.ipynb"]
     assert src.read_bytes() == before  # the committed notebook is left as it was

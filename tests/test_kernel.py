@@ -1,4 +1,4 @@
-"""rt_lib.kernel: the runner's kernel client finds a message whose wake-up was lost."""
+"""rt_lib.pipeline.kernel: the runner's kernel client finds a message whose wake-up was lost."""
 
 import asyncio
 import time
@@ -10,8 +10,8 @@ import zmq.asyncio
 from jupyter_client.channels import AsyncZMQSocketChannel
 from jupyter_client.session import Session
 
-from rt_lib import kernel
-from rt_lib.kernel import PatientKernelManager, SlicedPollChannel, SlicedPollKernelClient
+from rt_lib.pipeline import kernel
+from rt_lib.pipeline.kernel import PatientKernelManager, SlicedPollChannel, SlicedPollKernelClient
 
 
 async def _reply_after_a_lost_wakeup(channel_class: type, timeout: float) -> str:

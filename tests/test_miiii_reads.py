@@ -14,37 +14,36 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rt_lib import runner
+from rt_lib.pipeline import runner
 from rt_lib.experiments import miiii as mi
 from rt_lib.experiments.miiii_embeddings import EmbeddingParams
 from rt_lib.experiments.miiii_neurons import NeuronParams
 from rt_lib.experiments.random_miiii import RandomMiiiiParams
-from rt_lib.experiments.registry import CONFIGS, PARAMETERS_FILE
+from rt_lib.pipeline.registry import PARAMETERS_FILE
+from rt_lib.context import CONFIGS
 
-PROJECT = Path(runner.__file__).resolve().parents[1]
+PROJECT = Path(runner.__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def handed(results_tmp, monkeypatch):
+def handed(results_tmp, monkeypatch, run_context):
     """Notebook 11's exploration folder at p = 41 (its parameters.yaml as notebook 11 writes it)
-    and a function handing it to the readers: through $RT_FOLDERS, as the runner does."""
-    monkeypatch.delenv("RT_FOLDERS", raising=False)
-    monkeypatch.delenv("RT_PROFILE", raising=False)
+    and a function handing it to the readers: in the run context, as the runner does."""
     monkeypatch.setattr("rt_lib.io._folders", {})
 
     def explore(namespace: dict, profile: str | None = None) -> Path:
         if profile:
-            monkeypatch.setenv("RT_PROFILE", profile)
+            run_context(profile=profile)
         _, out, _ = mi.EXPERIMENT.start(namespace)  # writes parameters.yaml as notebook 11 does
         monkeypatch.setattr("rt_lib.io._folders", {})  # forget it: handed over below
-        monkeypatch.setenv("RT_FOLDERS", json.dumps({mi.NAME: out.name}))
+        run_context(folders={mi.NAME: out.name})
         return out
 
     return explore
 
 
 def test_readers_load_the_runs_of_the_exploration_they_are_handed(handed, results_tmp,
-                                                                  monkeypatch):
+                                                                  monkeypatch, run_context):
     folder = handed({"p": 41})
     assert folder == results_tmp / "11_miiii_training+p=41"
     assert yaml.safe_load((folder / PARAMETERS_FILE).read_text())["changes"] == {"p": 41}
@@ -59,14 +58,14 @@ def test_readers_load_the_runs_of_the_exploration_they_are_handed(handed, result
     # and as long as the runs they are compared with
     assert (random.p, random.epochs, random.trainable) == (41, ran.epochs, "embeddings")
     # handed through rt_lib.io.use_folder (a live session) it is the same
-    monkeypatch.delenv("RT_FOLDERS")
+    run_context(None)
     monkeypatch.setattr("rt_lib.io._folders", {mi.NAME: folder.name})
     assert EmbeddingParams().training().p == 41
     # handed nothing (or the profile's folder): the profile's runs, p = 37
     monkeypatch.setattr("rt_lib.io._folders", {})
     training = EmbeddingParams().training()
     assert training.p == 37 and mi.runs_folder(training) == results_tmp / mi.NAME
-    monkeypatch.setenv("RT_FOLDERS", json.dumps({mi.NAME: mi.NAME}))
+    run_context(folders={mi.NAME: mi.NAME})
     assert NeuronParams().training().p == 37
 
 
@@ -98,11 +97,11 @@ def test_the_paper_profiles_readers_follow_an_exploration_of_it(handed):
 
 
 @pytest.mark.parametrize("make", [False, True])
-def test_a_handed_folder_without_its_parameters_is_refused_by_name(results_tmp, monkeypatch, make):
+def test_a_handed_folder_without_its_parameters_is_refused_by_name(results_tmp, monkeypatch, make,
+                                                                   run_context):
     missing = "11_miiii_training+p=43"
     if make:  # the folder exists, its parameters.yaml does not
         (results_tmp / missing).mkdir(parents=True)
-    monkeypatch.delenv("RT_FOLDERS", raising=False)
     monkeypatch.setattr("rt_lib.io._folders", {mi.NAME: missing})
     with pytest.raises(FileNotFoundError, match=r"11_miiii_training\+p=43.*run notebook 11"):
         EmbeddingParams()
@@ -118,10 +117,10 @@ def test_run_all_only_11_12_with_a_changed_p_analyses_the_runs_of_that_p(tmp_pat
     # fails at once (it would train them for 10,000 epochs)
     (results / mi.NAME).write_text("not the runs to read\n")
     env = {**os.environ, "RT_RESULTS": str(results), "TQDM_DISABLE": "1", "RT_THREADS": "1"}
-    for key in ("RT_FOLDERS", "RT_NOTEBOOKS", "RT_PROFILE"):
+    for key in ("RT_RUN", "RT_NOTEBOOKS"):
         env.pop(key, None)
     sets = ["p=17", "epochs=2", "baseline_epochs=2"]
-    done = subprocess.run([sys.executable, "-m", "rt_lib.runner", "--jobs", "1", "--only", "11,12",
+    done = subprocess.run([sys.executable, "-m", "rt_lib.pipeline.runner", "--jobs", "1", "--only", "11,12",
                            *(arg for s in sets for arg in ("--set", s))],
                           env=env, capture_output=True, text=True, timeout=300, cwd=PROJECT)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import rt_lib.model
-from rt_lib.fast_paths import shared_prefixes
+from rt_lib.fast_paths import last_logits, shared_prefixes
 from rt_lib.model import (LSTM, TRAINABLE_PARAMS, LSTMConfig, Transformer, TransformerConfig,
                           build_model, count_params, eval_mode, miiii_config,
                           sinusoidal_positions)
@@ -196,7 +196,7 @@ def test_shared_prefix_path_matches_full_forward_and_gradients(t):
     prefixes = torch.randint(0, 5, (3, t - 1), generator=torch.Generator().manual_seed(0))
     x = torch.cat([prefixes.repeat(8, 1), torch.randint(0, 5, (24, 1))], 1)  # 3 prefixes, 24 rows
     assert shared_prefixes(model, x) is not None
-    fast = model(x, last_only=True)
+    fast = last_logits(model, x)
     model.zero_grad()
     fast.square().sum().backward()
     grads = {n: p.grad.clone() for n, p in model.named_parameters()}
@@ -218,8 +218,10 @@ def test_options_are_constructor_arguments_and_change_how_not_what():
     # "full" runs the plain forward: bit for bit the path a cache forces
     plain = models["full"](x, last_only=True)
     assert torch.equal(plain, models["shared"](x, last_only=True, cache={}))
+    assert torch.equal(last_logits(models["full"], x), plain)
     for mode in ("shared", "vocab"):
-        torch.testing.assert_close(models[mode](x, last_only=True), plain, rtol=1e-5, atol=1e-6)
+        assert torch.equal(models[mode](x, last_only=True), plain)  # forward never reads it
+        torch.testing.assert_close(last_logits(models[mode], x), plain, rtol=1e-5, atol=1e-6)
     # the same weights whatever the options (they are not part of the initialisation)
     for name, p in models["shared"].state_dict().items():
         assert torch.equal(p, models["full"].state_dict()[name])

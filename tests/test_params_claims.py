@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import pytest
 
-from rt_lib import runner
-from rt_lib.experiments.registry import folder_name, registry, slug
-from rt_lib.params import Params
+from rt_lib.pipeline import runner
+from rt_lib.pipeline import plan as planning
+from rt_lib.pipeline.registry import folder_name, registry, slug
+from rt_lib.params import Params, parameters_cell
 
 
 @dataclass(frozen=True)
@@ -105,8 +107,45 @@ def test_a_notebooks_defaults_are_its_experiments_cpu_profile(name, monkeypatch,
 def test_the_registry_holds_one_experiment_per_notebook_and_what_it_reads():
     books = runner.available_notebooks()
     assert set(registry()) == set(books)
-    reads = runner.needs()
+    reads = planning.needs()
     assert reads["07_table1"] == {"01_modular_addition", "02_needle_in_a_haystack",
                                   "03_decimal_addition", "04_parentheses"}
     assert reads["13_miiii_neurons"] == {"11_miiii_training"}
     assert all(name > other for name, read in reads.items() for other in read)  # run after
+
+
+@pytest.mark.parametrize("name", sorted(runner.available_notebooks()))
+def test_a_notebooks_parameters_cell_is_written_from_its_params_class(name):
+    """One place for a notebook's defaults: its Params class.  The committed parameters cell is
+    exactly what scripts/parameters_cells.py writes from it (run that script after changing a
+    default or its comment)."""
+    cell = next("".join(c["source"]) for c in
+                json.loads(runner.available_notebooks()[name].read_text())["cells"]
+                if "parameters" in c.get("metadata", {}).get("tags", []))
+    assert cell == registry()[name].parameters_cell()
+
+
+def test_the_cell_shows_each_default_and_comment_of_the_class_and_runs_to_them():
+    @dataclass(frozen=True)
+    class Base(Params):
+        shared: int = 1  # the base's comment
+        hidden: int = 2  # not in the cell
+        lr: float = 1e-3
+
+    @dataclass(frozen=True)
+    class Leaf(Base):
+        CELL_OMITS: ClassVar[frozenset[str]] = frozenset({"hidden"})
+        own: tuple[str, ...] = ("a", "b")  # the leaf's own field comes first
+        lr: float = 5e-4  # the leaf's comment replaces the base's (none)
+        big: int = 65536
+        items: tuple[int, ...] = field(default=(3,))
+
+    cell = parameters_cell(Leaf, "here.py")
+    body = [line for line in cell.splitlines() if not line.startswith("#")]
+    assert [line.split(" =")[0] for line in body] == ["own", "big", "items", "shared", "lr"]
+    assert 'own = ["a", "b"]' in cell and "# the leaf's own field comes first" in cell
+    assert "lr = 5e-4" in cell and "# the leaf's comment replaces the base's (none)" in cell
+    assert "big = 65_536" in cell and "# the base's comment" in cell and "hidden" not in cell
+    namespace: dict = {}
+    exec(cell, namespace)  # the cell builds exactly the class defaults
+    assert Leaf.from_namespace(namespace) == Leaf()

@@ -3,7 +3,9 @@
 import nbformat
 import pytest
 
-from rt_lib import runner
+from rt_lib.pipeline import runner
+from rt_lib import seeding
+from rt_lib.pipeline import plan as planning
 
 
 def test_the_test_run_hands_out_each_notebook_after_those_it_reads():
@@ -11,7 +13,7 @@ def test_the_test_run_hands_out_each_notebook_after_those_it_reads():
     notebook ranks after the notebooks it reads (a reader's critical path is part of theirs);
     the reads are the experiments' own declarations (07 reads 01-04, 09 reads 01-05 and 08,
     12, 13 and 15 read 11)."""
-    deps, order = runner.schedule(list(runner.available_notebooks()))
+    deps, order = planning.schedule(list(runner.available_notebooks()))
     rank = {n: i for i, n in enumerate(order)}
     assert deps["07_table1"] == {"01_modular_addition", "02_needle_in_a_haystack",
                                  "03_decimal_addition", "04_parentheses"}
@@ -62,7 +64,7 @@ def three_jobs(tmp_path, monkeypatch):
             jobs.append(runner.Job(name, nb, {}, tmp_path / "results" / name))
         return jobs, {j.name: j.output_dir / f"{j.name}.ipynb" for j in jobs}
 
-    monkeypatch.setattr(runner, "needs", lambda: {"b": frozenset({"a"})})
+    monkeypatch.setattr(planning, "needs", lambda: {"b": frozenset({"a"})})
     return make, stamps
 
 
@@ -98,12 +100,12 @@ def test_bad_jobs_count_is_rejected(capsys):
 
 
 def test_default_jobs_divides_cores_by_threads(monkeypatch):
-    monkeypatch.setattr(runner.os, "sched_getaffinity", lambda _: set(range(2)), raising=False)
+    monkeypatch.setattr(seeding.os, "sched_getaffinity", lambda _: set(range(2)), raising=False)
     monkeypatch.setenv("RT_THREADS", "1")
     assert runner.default_jobs() == 2
     monkeypatch.setenv("RT_THREADS", "2")
     assert runner.default_jobs() == 1
-    monkeypatch.setattr(runner.os, "sched_getaffinity", lambda _: set(range(64)), raising=False)
+    monkeypatch.setattr(seeding.os, "sched_getaffinity", lambda _: set(range(64)), raising=False)
     monkeypatch.setenv("RT_THREADS", "1")
     assert runner.default_jobs() == 4
 
@@ -131,14 +133,14 @@ def test_the_test_scheduler_starts_a_reader_only_after_what_it_reads_and_uses_bo
     import importlib.util
     from pathlib import Path
 
-    spec = importlib.util.spec_from_file_location("root_conftest", Path(runner.__file__).parents[1] / "conftest.py")
+    spec = importlib.util.spec_from_file_location("root_conftest", Path(runner.__file__).parents[2] / "conftest.py")
     root = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(root)
     option = type("Option", (), {"loadscopereorder": False})()  # run_tests.sh: --no-loadscope-reorder
     config = type("Config", (), {"getvalue": lambda self, key: ["2*popen"], "option": option})()
     sched = root.pytest_xdist_make_scheduler(config, None)
     books = list(runner.available_notebooks())
-    deps, order = runner.schedule(books)
+    deps, order = planning.schedule(books)
     read = set().union(*deps.values())
     cells = {b: 300 if b in read else 3 for b in books}
     collection = [f"notebooks/{b}.ipynb::Cell {c}" for b in order for c in range(cells[b])]

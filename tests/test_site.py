@@ -1,4 +1,4 @@
-"""The companion site (rt_lib.site), the kernel-free explorers (rt_lib.frames) and the runner's
+"""The companion site (rt_lib.pipeline.site), the kernel-free explorers (rt_lib.frames) and the runner's
 progress line.  The site in a real browser: tests/test_browser.py."""
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from rt_lib import runner
+from rt_lib.pipeline import runner
+from rt_lib.pipeline import progress
 from rt_lib.analysis import pca
 from rt_lib.frames import Control, FrameExplorer, frame_explorer, pc_frames
-from rt_lib.site import (MATHJAX, MATHJAX_SCRIPT, SITE, build_site, claims_table,
+from rt_lib.pipeline.site import (MATHJAX, MATHJAX_SCRIPT, SITE, build_site, claims_table,
                          mathjax_files)
 
 
@@ -181,17 +182,17 @@ def test_a_rebuilt_site_drops_the_page_of_a_run_no_longer_there(run_root):
 
 
 def test_clock_and_progress_line():
-    assert runner.clock(59.4) == "0:59" and runner.clock(3725) == "1:02:05"
-    line = runner.progress_line({"01_a": (100.0, 200.0), "02_b": (250.0, None)}, 3, 15, 300.0)
+    assert progress.clock(59.4) == "0:59" and progress.clock(3725) == "1:02:05"
+    line = progress.progress_line({"01_a": (100.0, 200.0), "02_b": (250.0, None)}, 3, 15, 300.0)
     assert line == ("    [3/15 done] 01_a 3:20 of ~3:20 (100%) | "
                     "02_b 0:50 (no earlier run to compare)")
-    late = runner.progress_line({"11_c": (0.0, 8.0)}, 0, 1, 360.0)
+    late = progress.progress_line({"11_c": (0.0, 8.0)}, 0, 1, 360.0)
     assert late == "    [0/1 done] 11_c 6:00, past the 0:08 of its last run"
 
 
 def test_the_ticker_prints_lines_into_a_log_and_redraws_on_a_terminal():
     log = io.StringIO()
-    ticker = runner.Ticker(log)
+    ticker = progress.Ticker(log)
     assert ticker.interval == 60.0
     ticker.show("a")
     ticker.show("b")
@@ -203,7 +204,7 @@ def test_the_ticker_prints_lines_into_a_log_and_redraws_on_a_terminal():
             return True
 
     term = Terminal()
-    ticker = runner.Ticker(term)
+    ticker = progress.Ticker(term)
     assert ticker.interval == 1.0
     ticker.show("a")
     ticker.clear()
@@ -214,5 +215,5 @@ def test_the_expected_time_is_the_last_recorded_run(tmp_path):
     book = tmp_path / "01_a.ipynb"
     book.write_text(json.dumps({"cells": [], "metadata": {"papermill": {"duration": 42.5}}}))
     job = runner.Job("01_a", book, {}, tmp_path / "results" / "01_a")
-    assert runner.expected_seconds(job, None, "cpu") == 42.5
-    assert runner.expected_seconds(job, None, "paper") is None  # another profile's times
+    assert progress.expected_seconds(job, None, "cpu") == 42.5
+    assert progress.expected_seconds(job, None, "paper") is None  # another profile's times

@@ -23,7 +23,7 @@ from pathlib import Path
 import cloudpickle
 import pytest
 
-from rt_lib import executor as ex
+from rt_lib.pipeline import executor as ex
 from rt_lib.io import PROJECT_ROOT
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # job functions travel by value
@@ -95,7 +95,7 @@ def cluster(tmp_path_factory):
 
 
 def _runner(env: dict, results: Path, *args: str, timeout: int = 600):
-    return subprocess.run([sys.executable, "-m", "rt_lib.runner", *args],
+    return subprocess.run([sys.executable, "-m", "rt_lib.pipeline.runner", *args],
                           env={**env, "RT_RESULTS": str(results)}, cwd=PROJECT_ROOT,
                           capture_output=True, text=True, timeout=timeout)
 
@@ -117,7 +117,7 @@ def test_notebook_01_through_slurm_survives_a_cancelled_array_and_equals_inline(
     its log; the rerun submits only those, and the tables equal the inline run's."""
     _ok(_runner(cluster, tmp_path / "inline", *SMALL_01))
     results = tmp_path / "slurm"
-    args = [sys.executable, "-m", "rt_lib.runner", *SMALL_01, *SLURM,
+    args = [sys.executable, "-m", "rt_lib.pipeline.runner", *SMALL_01, *SLURM,
             "--set", "executor.array_parallelism=1"]
     first = subprocess.Popen(args, env={**cluster, "RT_RESULTS": str(results)}, cwd=PROJECT_ROOT,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -10,10 +10,10 @@ from dataclasses import fields, replace
 import pytest
 from torch.utils.flop_counter import FlopCounterMode
 
-from rt_lib import runner
+from rt_lib.pipeline import runner
 from rt_lib.experiments import miiii
 from rt_lib.experiments.common import GridParams
-from rt_lib.experiments.registry import registry
+from rt_lib.pipeline.registry import registry
 from rt_lib.footprint import StepShape, measure, on_meta
 from rt_lib.io import PROJECT_ROOT
 from rt_lib.model import TransformerConfig, build_model
@@ -170,7 +170,7 @@ def test_the_paper_profile_smoke_test_runs_end_to_end(tmp_path):
     if not os.environ.get("RT_TINYSTORIES"):
         pytest.skip("RT_TINYSTORIES is not set (scripts/data_env.sh sets it)")
     env = {**os.environ, "RT_RESULTS": str(tmp_path / "results"), "TQDM_DISABLE": "1"}
-    proc = subprocess.run([sys.executable, "-m", "rt_lib.runner", "--profile", "paper",
+    proc = subprocess.run([sys.executable, "-m", "rt_lib.pipeline.runner", "--profile", "paper",
                            "--smoke", "--jobs", "1", "--no-footprints"], cwd=PROJECT_ROOT, env=env,
                           capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -1,15 +1,16 @@
 """Bad parameters, for every notebook: ``./run_all.sh`` refuses them before any work, with a
 message naming the notebook, the parameter and (for a choice) what is allowed.
 
-Each case goes through :func:`rt_lib.runner.plan`, i.e. the notebook's own parameters cell plus
+Each case goes through :func:`rt_lib.pipeline.plan.plan`, i.e. the notebook's own parameters cell plus
 the injected value, built by the validator the notebook itself calls."""
 
 from __future__ import annotations
 
 import pytest
 
-from rt_lib import runner
-from rt_lib.experiments.registry import registry
+from rt_lib.pipeline import runner
+from rt_lib.pipeline import plan as planning
+from rt_lib.pipeline.registry import registry
 
 pytestmark = pytest.mark.fault
 
@@ -71,7 +72,7 @@ def test_bad_parameter_is_refused_naming_it(notebook, name, value, allowed, resu
     with pytest.raises(runner.RunError) as info:
         runner.plan("cpu", [notebook], {name: value})
     message = str(info.value)
-    assert message.startswith(next(iter(runner.select([notebook]))))  # names the notebook
+    assert message.startswith(next(iter(planning.select([notebook]))))  # names the notebook
     assert name in message and allowed in message, message
     assert not results_tmp.exists()  # nothing written
 

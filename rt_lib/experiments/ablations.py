@@ -18,8 +18,8 @@ import pandas as pd
 from rt_lib.claims import Claims
 from rt_lib.experiments import decimal_addition, modular_addition, needle, parentheses
 from rt_lib.experiments.common import MODEL_KINDS, GridParams, GridResult
-from rt_lib.experiments.registry import (DEFAULT_PROFILE, SMOKE, Experiment, available_profiles,
-                                         base_profile, is_smoke)
+from rt_lib.pipeline.registry import Experiment
+from rt_lib.context import DEFAULT_PROFILE, SMOKE, available_profiles, base_profile, is_smoke
 from rt_lib.experiments.table1 import SOURCES as TABLE1_SOURCES
 from rt_lib.params import Params, check_positive_ints
 from rt_lib.verdicts import FAILS, HOLDS, MIN_RUNS, NOT_SHOWN, Verdict, every
@@ -77,17 +77,17 @@ class AblationParams(Params):
     # The CPU profile leaves modular addition out (2 minutes of one core, to fit the profile's 45
     # minutes): with one restart the claim cannot show here whatever the tasks, and the other three
     # hold its comparisons (--set 'tasks=[...]' adds it back; the paper profile runs all four)
-    tasks: tuple[str, ...] = ("needle", "decimal addition", "parentheses")
+    tasks: tuple[str, ...] = ("needle", "decimal addition", "parentheses")  # also: "modular addition"
     variants: tuple[str, ...] = VARIANTS
-    task_profile: str = DEFAULT_PROFILE
+    task_profile: str = DEFAULT_PROFILE  # each task's settings: its notebook's CPU defaults, or a configs/ profile
     # Per task, {parameter: value} replacing its notebook's settings in task_profile; the CPU
     # profile's are CPU_TASK_CHANGES.  widths and steps, where set, override them for every task.
-    task_changes: dict = field(default_factory=lambda: dict(CPU_TASK_CHANGES))
-    widths: tuple[int, ...] | None = None  # every task at these widths; None: each task's own
-    steps: int | None = None  # every task's steps; None: each task's own
-    restarts: int = 1
-    seed: int = 0
-    threads: int | None = None  # None: $RT_THREADS or 1 (seeding.set_threads)
+    task_changes: dict = field(default_factory=lambda: dict(CPU_TASK_CHANGES))  # per task, over its notebook's settings
+    widths: tuple[int, ...] | None = None  # every task at these widths; None: each task's own (after task_changes)
+    steps: int | None = None  # every task's steps; None: each task's own (after task_changes)
+    restarts: int = 1  # seeds per variant (paper: 10)
+    seed: int = 0  # every restart's seed derives from this one
+    threads: int | None = None  # torch threads (None: $RT_THREADS or 1)
 
     @classmethod
     def smoke_config(cls, config: dict[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,6 @@ training loop and returns a metrics table with a row per run (seeded and recorde
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import shutil
 from collections.abc import Mapping, Sequence
@@ -20,8 +19,9 @@ import pandas as pd
 from torch import nn
 
 from rt_lib.batched import can_batch, train_batched
-from rt_lib.executor import Job, current as current_executor, run_jobs
-from rt_lib.io import RESUME, atomic_save_torch, load_torch, read_result, results_dir
+from rt_lib.io import atomic_save_torch, load_torch, read_result, results_dir
+from rt_lib.pipeline.executor import Job, current as current_executor, run_jobs
+from rt_lib.pipeline.resume import resume_dir
 from rt_lib.model import LSTMConfig, TransformerConfig, build_model, count_params
 from rt_lib.params import Params, check_positive_ints
 from rt_lib.seeding import derive
@@ -70,19 +70,19 @@ class GridParams(Params):
 
     models: tuple[str, ...] = ("random transformer", "trained transformer", "trained LSTM")
     widths: tuple[int, ...] = (256,)  # d_model; Table 1 reports 16 and 1024
-    n_layers: int = 2  # depth 2 for the synthetic tasks (docs/papers.md, random transformers: model)
-    n_heads: int = 4  # docs/papers.md, random transformers: model
-    restarts: int = 1  # seeds per (model, width); the paper: 10
-    batch_restarts: bool = False  # restarts as one stacked model (rt_lib.batched); on CPU only
+    n_layers: int = 2  # (docs/papers.md, random transformers: model)
+    n_heads: int = 4  # (docs/papers.md, random transformers: model)
+    restarts: int = 1  # seeds per model and width
+    batch_restarts: bool = False  # True: the restarts train as one stacked model (small models: faster on CPU)
     # small models gain (benchmarks/bench_all.py: 1.5-2.3x at width 16), long sequences lose
     steps: int = 1000
     batch_size: int | None = None  # None = full batch (finite tasks only)
     lr: float = 1e-3  # docs/papers.md, random transformers: training
-    lstm_lr: float = 5e-3  # the paper's LSTM lr (docs/papers.md, random transformers: training)
-    lstm_steps: int | None = None  # None = same as steps
-    trained_steps: int | None = None  # steps of the fully trained transformer; None = steps
+    lstm_lr: float = 5e-3  # the paper's LSTM learning rate
+    lstm_steps: int | None = None  # LSTM steps (None: same as steps)
+    trained_steps: int | None = None  # steps of the fully trained transformer (None: same as steps)
     trained_lr: float | None = None  # lr of the fully trained transformer; None = lr
-    weight_decay: float = 1e-3  # matrices only (docs/papers.md, random transformers: training)
+    weight_decay: float = 1e-3  # on matrices only (docs/papers.md, random transformers: training)
     warmup_steps: int = 500  # docs/papers.md, random transformers: training
     eval_every: int = 100
     # Rows kept of each evaluation set (None: all of them).  A finite task evaluates its whole
@@ -90,11 +90,11 @@ class GridParams(Params):
     # minute at width 1024 on a CPU, so the smoke test keeps the first rows of each set (a
     # random sample: the split is shuffled).  Declared by the notebooks of finite tasks; left
     # out of the printed parameters (notebook 06 prints them), being a smoke-test knob.
-    eval_rows: int | None = field(default=None, repr=False)
-    seed: int = 0
-    threads: int | None = None  # None: $RT_THREADS or 1 (seeding.set_threads)
-    bf16: bool = False
-    device: str = "auto"
+    eval_rows: int | None = field(default=None, repr=False)  # rows kept per evaluation set, None for all (the smoke test caps them)
+    seed: int = 0  # every restart's seed derives from this one
+    threads: int | None = None  # torch threads (None: $RT_THREADS or 1)
+    bf16: bool = False  # bf16 autocast of the forward pass
+    device: str = "auto"  # CUDA when available
 
     # Two restarts (a median and a range to compute), two steps of 8 rows (a step of the
     # paper's 1,000 rows of 63 tokens takes minutes at width 1024 on one core), one evaluation
@@ -163,6 +163,20 @@ class GridParams(Params):
         return {}
 
 
+@dataclass(frozen=True)
+class StreamGridParams(GridParams):
+    """The CPU recipe the stream tasks share (needle 02, decimal addition 03, parentheses 04):
+    three restarts of small batches at the random transformer's lr, each notebook adding its
+    task and steps (docs/scale.md says how each was chosen)."""
+
+    restarts: int = 3  # seeds per model and width (paper: 10)
+    batch_size: int | None = 64  # sequences per step (paper: 1,000)
+    lr: float = 1e-2  # AdamW peak lr (paper: 1e-3)
+    trained_lr: float | None = 1e-3  # lr of the fully trained transformer: the paper's (None: lr)
+    warmup_steps: int = 100  # linear warm-up, then cosine to 0 (paper: 500)
+    eval_every: int = 100  # steps between test evaluations
+
+
 def grid_step_shapes(params: GridParams, task: Task | None = None,
                      kinds: Sequence[str] | None = None) -> list:
     """One :class:`~rt_lib.footprint.StepShape` per model kind at the widest width, with the
@@ -210,21 +224,6 @@ def run_task_grid(name: str, params: GridParams, save_models: bool = True,
         result.histories.update(part.histories)
         result.models.update(part.models)
     return result
-
-
-def resume_dir(name: str) -> str | None:
-    """Where a grid run under ``./run_all.sh`` keeps mid-run checkpoints: named by the run's
-    content key (``$RT_RUN_KEY``, set by the runner), so an interrupted run resumes only with
-    exactly the same inputs; the runner deletes the folder once the notebook finished.  None
-    outside the runner (interactive sessions, nbval): nothing is kept.  Always in the running
-    notebook's own folder (``$RT_NOTEBOOK``): notebook 06 trains 01-04's grids, and their mid-run
-    files must not land among 01-04's results."""
-    key = os.environ.get("RT_RUN_KEY")
-    if not key:
-        return None
-    owner = os.environ.get("RT_NOTEBOOK") or name
-    folder = results_dir(owner) / RESUME / key[:16]
-    return str(folder if owner == name else folder / name)
 
 
 class EvalCapped(Task):
@@ -285,7 +284,7 @@ def train_grid(task: Task, params: GridParams, checkpoint_dir: str | None = None
     ``resume_dir``: each run checkpoints there (every tenth of its steps) and resumes from it, so
     an interrupted grid continues where it stopped and ends as the uninterrupted one would.
 
-    Under the ``local`` or ``slurm`` executor (:mod:`rt_lib.executor`, ``--executor``) each
+    Under the ``local`` or ``slurm`` executor (:mod:`rt_lib.pipeline.executor`, ``--executor``) each
     restart of each model and width is one job, its result kept in the folder ``job_store``
     under a key of its settings (a rerun submits only the runs missing); without a
     ``job_store`` (small grids other notebooks train on the side) the grid trains here.

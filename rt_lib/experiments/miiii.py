@@ -22,10 +22,10 @@ import pandas as pd
 from torch import nn
 
 from rt_lib.claims import Claims
-from rt_lib.experiments.registry import PARAMETERS_FILE, Experiment, current_profile, folder_name
+from rt_lib.pipeline.registry import PARAMETERS_FILE, Experiment, current_profile, folder_name
 from rt_lib.grokfast import Grokfast
-from rt_lib.executor import Job, current as current_executor, run_jobs
-from rt_lib.experiments.common import resume_dir
+from rt_lib.pipeline.executor import Job, current as current_executor, run_jobs
+from rt_lib.pipeline.resume import resume_dir
 from rt_lib.io import (PROJECT_ROOT, CorruptFileError, atomic_save_torch, damaged, folder_of,
                        load_torch, read_result, read_yaml_result, results_dir, results_root)
 from rt_lib.model import TransformerConfig, build_model, miiii_config
@@ -56,27 +56,31 @@ def training_code_digest() -> str:
 class MiiiiParams(Params):
     """Notebook 11's parameters; defaults = CPU profile (configs/paper/ has the paper's)."""
 
+    # Left out of the notebook's parameters cell: set by the code that builds runs (notebook 15,
+    # the executor), not a notebook.
+    CELL_OMITS: ClassVar[frozenset[str]] = frozenset({"trainable", "device"})
+
     p: int = 37  # prime; one head per prime below it: 2, 3, ..., 31 (11 heads); the paper: 113
     variants: tuple[str, ...] = ("miiii", "nanda", "masked", "basis")  # tasks trained (T_<name>)
     lambda_zero: bool = True  # also T_miiii without grokfast
     # also T_miiii without dropout ("all but q = 2, 3 overfit"; docs/papers.md, miiii: training)
-    dropout_zero: bool = True
+    dropout_zero: bool = True  # also T_miiii without dropout
     split: str = "code"  # code: train_fraction / rest validation; paper: 30 % / n_valid / test
     train_fraction: float | None = 0.8  # share of the p^2 numbers trained on
     n_valid: int = 1000  # validation size of the paper split
-    combine: str = "sum"  # heads" losses summed (paper) or averaged (code: mean)
+    combine: str = "sum"  # heads' losses summed (paper) or averaged (code: mean)
     d_model: int = 128
     n_heads: int = 4
     dropout: float = 0.2  # without dropout only q in {2, 3} generalise (docs/papers.md, miiii: training)
-    dropout_at: str = "gpt2"  # "residual": the miiii code's placement (the paper profile; faster:
-    # embeddings undropped, so keys/values come from per-token tables); "gpt2": embeddings,
-    # attention and sublayer outputs, where the CPU recipe was found (with "residual" at p = 37
-    # only q = 2, 3 generalised in 10,000 epochs and T_nanda not in 1,500)
+    # "residual" is the miiii code's placement (the paper profile; faster: embeddings undropped,
+    # so keys/values come from per-token tables); "gpt2" is where the CPU recipe was found (with
+    # "residual" at p = 37 only q = 2, 3 generalised in 10,000 epochs and T_nanda not in 1,500)
+    dropout_at: str = "gpt2"  # gpt2: embeddings, attention, sublayer outputs; residual: the miiii code
     # The miiii code's init and dropout draw (docs/papers.md, miiii: the authors' code beyond the text):
     # "he_jax" (jax's he_normal: truncated, fan-in over all axes but the last) and one dropout
     # mask per step for the whole batch
-    init: str = "he"  # "he": He normal with fan-in = the input axis (the CPU recipe's)
-    dropout_mask: str = "sample"  # "batch": the miiii code's shared mask
+    init: str = "he"  # He normal over the input axis; he_jax: jax he_normal as in the miiii code
+    dropout_mask: str = "sample"  # a mask per example; batch: one mask per step, as in the miiii code
     lr: float = 0.003  # AdamW, constant
     weight_decay: float = 1.0
     beta2: float = 0.98  # AdamW betas (0.9, 0.98)
@@ -86,11 +90,11 @@ class MiiiiParams(Params):
     # full-batch epochs of every run: the comparisons (λ = 0, dropout 0, T_nanda, T_basis, the
     # random model of notebook 15) need T_miiii's own budget; what the CPU profile affords for six
     # runs (notebook 11's last cell: which claims need more, measured by benchmarks/miiii_budgets.py)
-    epochs: int = 4000
+    epochs: int = 4000  # full-batch epochs of every run (equal budgets for every comparison)
     baseline_epochs: int | None = None  # epochs of the runs other than T_miiii (None: epochs)
     # variants trained for `epochs` like T_miiii whatever baseline_epochs says: in T_masked the
     # first heads generalise after a 1,500-epoch budget would end (p = 37, three seeds: docs/scale.md)
-    full_epoch_variants: tuple[str, ...] = ("masked",)
+    full_epoch_variants: tuple[str, ...] = ("masked",)  # variants trained for `epochs` whatever baseline_epochs says
     eval_points: int = 60  # log-spaced evaluations
     n_snapshots: int = 12  # log-spaced weight snapshots for notebooks 12-13
     generalised_at: float = 0.95  # validation accuracy counted as generalised
@@ -100,7 +104,7 @@ class MiiiiParams(Params):
                                        "n_snapshots": 2}
     trainable: str = "all"  # "embeddings": the random transformer of Zhong & Andreas (notebook 15)
     seed: int = 0
-    threads: int | None = None  # torch threads; None: $RT_THREADS or 1 (seeding.set_threads)
+    threads: int | None = None  # torch threads (None: $RT_THREADS or 1)
     device: str = "auto"
 
     #: fields that do not change what a run computes: not part of a run's key or folder
@@ -325,7 +329,7 @@ def smoke_train_params(config: dict[str, Any]) -> dict[str, Any]:
 
 def explored_train_params(train_params: dict[str, Any]) -> dict[str, Any]:
     """``train_params`` of a notebook that reads notebook 11's runs, based on the folder of
-    notebook 11 it was handed (``$RT_FOLDERS`` or :func:`rt_lib.io.use_folder`).
+    notebook 11 it was handed (the run context's folders or :func:`rt_lib.io.use_folder`).
 
     An exploration folder (``./run_all.sh --only 11,12 --set p=41`` hands 12
     ``11_miiii_training+p=41``) gives the parameters its ``parameters.yaml`` records, with

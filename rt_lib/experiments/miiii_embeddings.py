@@ -17,7 +17,7 @@ from rt_lib import fourier
 from rt_lib.claims import Claims
 from rt_lib.experiments.miiii import NAME as TRAINING
 from rt_lib.experiments.miiii import MiiiiParams, MiiiiRun, smoke_train_params, training_params
-from rt_lib.experiments.registry import Experiment
+from rt_lib.pipeline.registry import Experiment
 from rt_lib.params import Params
 from rt_lib.verdicts import HOLDS, NOT_SHOWN, Verdict, beyond_noise, every, larger
 
@@ -28,11 +28,11 @@ NAME = "12_miiii_embeddings"
 class EmbeddingParams(Params):
     """Notebook 12's parameters."""
 
-    variants: tuple[str, ...] = ("nanda", "miiii", "basis")
-    train_params: dict = field(default_factory=dict)  # notebook 11's parameters (its config)
-    fractions: tuple[float, ...] = (0.5, 0.9)  # the marks on the singular-value curves
+    variants: tuple[str, ...] = ("nanda", "miiii", "basis")  # the tasks compared
+    train_params: dict = field(default_factory=dict)  # notebook 11's parameters (defaults: its CPU profile)
+    fractions: tuple[float, ...] = (0.5, 0.9)  # marks on the singular-value curves
     n_vectors: int = 4  # top singular vectors shown
-    pos_dims: int = 37  # Pearson r also over the first pos_dims dimensions: the authors' Fig. 7 shows 37
+    pos_dims: int = 37  # r also over the first pos_dims dims, as the authors figure shows
 
     @classmethod
     def smoke_config(cls, config: dict[str, Any]) -> dict[str, Any]:

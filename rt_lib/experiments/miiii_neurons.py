@@ -18,7 +18,7 @@ from rt_lib import fourier
 from rt_lib.claims import Claims
 from rt_lib.experiments.miiii import NAME as TRAINING
 from rt_lib.experiments.miiii import MiiiiParams, smoke_train_params, training_params
-from rt_lib.experiments.registry import Experiment
+from rt_lib.pipeline.registry import Experiment
 from rt_lib.model import build_model
 from rt_lib.params import Params
 from rt_lib.verdicts import bool_verdict, larger
@@ -30,11 +30,11 @@ NAME = "13_miiii_neurons"
 class NeuronParams(Params):
     """Notebook 13's parameters."""
 
-    variant: str = "miiii"
-    train_params: dict = field(default_factory=dict)  # notebook 11's parameters (its config)
-    k_std: float = 1.0  # active = power above mean + k std (code: 1; paper text: 2)
-    n_neurons: int = 6  # neurons shown in the static figure
-    n_top: int = 3  # top frequencies listed per neuron
+    variant: str = "miiii"  # which run of notebook 11
+    train_params: dict = field(default_factory=dict)  # notebook 11's parameters (defaults: its CPU profile)
+    k_std: float = 1.0  # active: power > mean + k_std * std (code 1, paper text 2)
+    n_neurons: int = 6  # neurons shown in the static figure (largest variance)
+    n_top: int = 3  # top frequency pairs listed per neuron
 
     @classmethod
     def smoke_config(cls, config: dict[str, Any]) -> dict[str, Any]:

@@ -28,10 +28,11 @@ import pandas as pd
 import sqlalchemy
 
 from rt_lib.claims import Claims
-from rt_lib.executor import Job, current as current_executor, run_jobs
-from rt_lib.experiments.common import resume_dir
+from rt_lib.pipeline.executor import Job, current as current_executor, run_jobs
+from rt_lib.seeding import default_jobs
+from rt_lib.pipeline.resume import resume_dir
 from rt_lib.experiments.miiii import MiiiiParams
-from rt_lib.experiments.registry import Experiment
+from rt_lib.pipeline.registry import Experiment
 from rt_lib.io import damaged, results_dir
 from rt_lib.params import Params
 from rt_lib.train import train
@@ -76,9 +77,9 @@ class SearchParams(Params):
     # other MiiiiParams fields for every trial (CPU: p = 11, short runs)
     fixed: dict = field(default_factory=lambda: {"p": 11, "epochs": 1500, "eval_points": 4,
                                                  "train_fraction": 0.8})
-    n_trials: int = 6  # the study is run until it has this many finished trials
-    objective: str = "valid_loss_last10"  # the authors': mean validation loss, last 10 epochs (min)
-    storage: str | None = None  # SQLAlchemy URL or journal:<path>; None = SQLite under results/14_miiii_search/
+    n_trials: int = 6  # finished trials the study should hold
+    objective: str = "valid_loss_last10"  # as the authors searched (min); or valid_acc (max), valid_loss (min)
+    storage: str | None = None  # SQLAlchemy URL; None: SQLite under results/14_miiii_search/
     study_name: str = "miiii_table1_cpu"
     sampler_seed: int = 0  # TPE's seed (each worker adds its own offset)
 
@@ -244,8 +245,6 @@ def run_until(params: SearchParams) -> optuna.Study:
         # Batches of trials as jobs (--executor local|slurm), each a worker joining the study
         # with a sampler seed of its own; a rerun after a failed job asks only for the trials
         # still missing.
-        from rt_lib.runner import default_jobs
-
         at_once = (executor.array_parallelism if executor.kind == "slurm"
                    else executor.local_parallelism or default_jobs())
         n_jobs, done = min(missing, at_once), finished(study)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -12,7 +12,7 @@ from rt_lib.analysis import best_circle_pcs, circularity, pca
 from rt_lib.claims import Claims
 from rt_lib.experiments.common import (GridParams, GridResult, grid_step_shapes,
                                        run_task_grid)
-from rt_lib.experiments.registry import Experiment
+from rt_lib.pipeline.registry import Experiment
 from rt_lib.experiments.reporting import check_solves
 from rt_lib.fourier import fourier_power
 from rt_lib.tasks import FiniteTask, modular_addition
@@ -25,18 +25,22 @@ NAME = "01_modular_addition"
 class ModularAdditionParams(GridParams):
     """Notebook 01's parameters; the defaults are the CPU profile (configs/paper/ has the paper's)."""
 
-    p: int = 59
-    train_fraction: float = 0.95
-    split_seed: int = 0
+    p: int = 59  # modulus; the paper profile uses 199 (the authors' code)
+    train_fraction: float = 0.95  # authors' split: 95 % of the p^2 pairs train, 5 % test
+    split_seed: int = 0  # the one shuffle of all pairs before the split
     widths: tuple[int, ...] = (16, 256)
-    restarts: int = 3
-    steps: int = 1000
+    restarts: int = 3  # independent seeds per model and width (paper: 10)
+    steps: int = 1000  # optimiser steps for every model (paper: 50,000)
     # A tenth of the training pairs per step, as the authors' batch 4000 is of p = 199's pairs
-    batch_size: int | None = 512
-    lr: float = 1e-2
-    trained_lr: float | None = 1e-3  # the paper's lr for the fully trained transformer
-    warmup_steps: int = 100
-    eval_every: int = 100
+    batch_size: int | None = 512  # pairs per step: a tenth of the training pairs (the paper: 4000 of 37,619)
+    lr: float = 1e-2  # AdamW peak lr of the random transformer; the paper: 1e-3 over 50,000 steps
+    trained_lr: float | None = 1e-3  # lr of the fully trained transformer: the paper's (None: lr)
+    warmup_steps: int = 100  # linear warm-up, then cosine to 0 (paper: 500 of 50,000)
+    eval_every: int = 100  # steps between evaluations of train and test accuracy
+    models: tuple[str, ...] = ("random transformer", "trained transformer", "trained LSTM")  # also: "random LSTM"
+    n_layers: int = 2  # depth of the transformer (docs/papers.md, random transformers: model)
+    n_heads: int = 4  # attention heads (docs/papers.md, random transformers: model)
+    eval_rows: int | None = field(default=None, repr=False)  # rows kept per evaluation set, None for all (the smoke test caps them)
 
     def task(self) -> FiniteTask:
         return modular_addition(self.p, self.train_fraction, self.split_seed)

@@ -16,7 +16,7 @@ import pandas as pd
 from rt_lib.claims import Claims
 from rt_lib.experiments import miiii
 from rt_lib.experiments.miiii import MiiiiParams, MiiiiRun, smoke_train_params, training_params
-from rt_lib.experiments.registry import Experiment
+from rt_lib.pipeline.registry import Experiment
 from rt_lib.params import Params, check_positive_ints
 from rt_lib.verdicts import bool_verdict, larger
 
@@ -29,11 +29,11 @@ class RandomMiiiiParams(Params):
 
     # T_miiii alone in the CPU profile (T_nanda, 2.5 minutes of one core, left out to fit the
     # profile's 45 minutes: notebook 01 shows a random transformer adding); the paper's: both
-    variants: tuple[str, ...] = ("miiii",)
-    train_params: dict = field(default_factory=dict)  # notebook 11's parameters (its config)
+    variants: tuple[str, ...] = ("miiii",)  # tasks; also "nanda"
+    train_params: dict = field(default_factory=dict)  # notebook 11's parameters (defaults: its CPU profile)
     # notebook 11's settings changed for the random models only (none: they train as long as
     # the trained ones, so that the heads compare at equal epochs)
-    random_overrides: dict = field(default_factory=dict)
+    random_overrides: dict = field(default_factory=dict)  # settings changed for the random transformers only
     widths: tuple[int, ...] = (128,)  # d_model of the random transformers
 
     @classmethod

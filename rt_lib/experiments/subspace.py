@@ -37,7 +37,7 @@ from rt_lib.experiments.memorisation import MemorisationParams
 from rt_lib.experiments.modular_addition import ModularAdditionParams
 from rt_lib.experiments.needle import NeedleParams
 from rt_lib.experiments.parentheses import ParenthesesParams
-from rt_lib.experiments.registry import Experiment
+from rt_lib.pipeline.registry import Experiment
 from rt_lib.experiments.tinystories import TinyStoriesParams
 from rt_lib.io import load_torch, read_csv_result, read_result, results_dir, results_root
 from rt_lib.params import Params, check_positive_ints
@@ -65,13 +65,13 @@ class SubspaceParams(Params):
 
     tasks: tuple[str, ...] = tuple(SOURCES)
     models: tuple[str, ...] = KINDS
-    k: int = 10  # top-k PCs vs top-k neurons (the paper: 10)
-    max_states: int = 4000  # hidden-state vectors per layer, sampled with the seed
-    fallback_width: int = 128  # models trained here when a notebook left no checkpoint
-    fallback_steps: int = 300
+    k: int = 10  # top-k principal components vs top-k neurons (the paper: 10)
+    max_states: int = 4000  # hidden-state vectors per layer (sampled with the seed)
+    fallback_width: int = 128  # width of models trained here when a notebook left no checkpoint
+    fallback_steps: int = 300  # their optimiser steps
     SMOKE: ClassVar[dict[str, Any]] = {"max_states": 500, "fallback_steps": 2}
-    seed: int = 0
-    threads: int | None = None  # None: $RT_THREADS or 1 (seeding.set_threads)
+    seed: int = 0  # sampling of hidden states and fallback training
+    threads: int | None = None  # torch threads (None: $RT_THREADS or 1)
 
     def check(self) -> None:
         unknown = [t for t in self.tasks if t not in SOURCES]

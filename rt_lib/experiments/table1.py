@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from rt_lib.claims import Claims
-from rt_lib.experiments.registry import Experiment
+from rt_lib.pipeline.registry import Experiment
 from rt_lib.io import read_csv_result, results_dir
 from rt_lib.params import Params, check_positive_ints
 from rt_lib.verdicts import HOLDS, MIN_RUNS, NOT_SHOWN, Verdict, every, larger, reaches
@@ -38,7 +38,7 @@ PAPER_CLAIM = ("Random transformers reliably solve all four tasks at width 1024 
 class Table1Params(Params):
     """Notebook 07's parameters."""
 
-    widths: tuple[int, ...] | None = None  # None: every width the task notebooks ran
+    widths: tuple[int, ...] | None = None  # widths to tabulate; None: every width the task notebooks ran
 
     def check(self) -> None:
         if self.widths is not None:

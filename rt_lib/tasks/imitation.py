@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from rt_lib import fast_paths
 from rt_lib.model import Transformer, TransformerConfig, build_model
 from rt_lib.tasks.base import Batch, StreamTask
 
@@ -66,8 +67,8 @@ class CircuitImitation(StreamTask):
 
     @torch.no_grad()
     def target_logprobs(self, tokens: Tensor) -> Tensor:
-        out = [F.log_softmax(self.target(tokens[i : i + self.chunk], last_only=True).float(), -1)
-               for i in range(0, len(tokens), self.chunk)]
+        chunks = (tokens[i : i + self.chunk] for i in range(0, len(tokens), self.chunk))
+        out = [F.log_softmax(fast_paths.last_logits(self.target, x).float(), -1) for x in chunks]
         return torch.cat(out)
 
     def sample(self, n: int, gen: torch.Generator) -> Batch:

@@ -6,7 +6,7 @@ run): every notebook of the profile's own run rendered as HTML (outputs, figures
 code behind a switch) and ``index.html`` with the claims overview (one row per claim every
 notebook recorded: paper, section, the paper's value, ours, whether it holds, the scale that
 would show it) and a link to each notebook with its wall time, profile and commit.  Each run
-kept as evidence (:mod:`rt_lib.evidence`, ``evidence/<profile>/<date>-<device>/``, e.g. the paper
+kept as evidence (:mod:`rt_lib.pipeline.evidence`, ``evidence/<profile>/<date>-<device>/``, e.g. the paper
 profile on an H100) adds a column beside the profile's own status: the claim's status in that
 run, so that a claim reads across: this profile, the kept runs, the paper's value.
 
@@ -27,6 +27,7 @@ import filecmp
 import html
 import importlib.util
 import json
+import os
 import shutil
 import time
 from collections import Counter
@@ -38,9 +39,9 @@ import nbformat
 import pandas as pd
 
 from rt_lib import claims
-from rt_lib.evidence import EVIDENCE_DIR, KeptRun, kept_runs
-from rt_lib.io import atomic_path, atomic_write_text, shown
-from rt_lib.manifest import FILENAME as MANIFEST
+from rt_lib.pipeline.evidence import EVIDENCE_DIR, KeptRun, kept_runs
+from rt_lib.io import PROJECT_ROOT, atomic_path, atomic_write_text, shown
+from rt_lib.pipeline.manifest import FILENAME as MANIFEST
 
 SITE = "site"  # <profile root>/site/
 TEMPLATE_DIR = Path(__file__).parent / "site_template"
@@ -316,7 +317,7 @@ def index_notebook(profile: str, pages: list[Page], table: pd.DataFrame,
     if runs or problems:
         nb.cells += [nbformat.v4.new_markdown_cell(
                          "## Kept evidence runs\n\nFinished runs kept in the repository "
-                         "(`python -m rt_lib.evidence keep`): where and how each ran."),
+                         "(`python -m rt_lib.pipeline.evidence keep`): where and how each ran."),
                      html_cell(_kept_html(runs, table, problems))]
     return nb
 
@@ -353,3 +354,44 @@ def build_site(root: Path, profile: str, names: list[str],
     render(index_notebook(profile, pages, claims_table(root, [p.name for p in pages]), runs,
                           problems), index, code=False, mathjax=mathjax)
     return index
+
+
+# ---- the README's picture of the site ----------------------------------------------------------
+
+PICTURE = PROJECT_ROOT / "docs" / "site_claims.png"  # redrawn by every full CPU-profile run
+# The flags this sandbox needs (root, no GPU, a closed network): as tests/test_browser.py.
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def chromium() -> Path | None:
+    """Debian's Chromium (``$RT_CHROMIUM``, else /usr/bin/chromium), if it is there."""
+    path = Path(os.environ.get("RT_CHROMIUM") or "/usr/bin/chromium")
+    return path if path.is_file() and os.access(path, os.X_OK) else None
+
+
+def picture(index: Path, png: Path, width: int = 1500, colors: int = 64) -> Path:
+    """The site's claims table (``index``: its index.html) as headless Chromium draws it, into
+    ``png`` (atomically) with a palette of ``colors`` (0: full colour; the picture lives in
+    git, and a palette keeps it a third of the size with the text sharp)."""
+    from PIL import Image  # matplotlib's dependency
+    from playwright.sync_api import sync_playwright
+
+    browser_path = chromium()
+    if browser_path is None:
+        raise FileNotFoundError("no Chromium at $RT_CHROMIUM or /usr/bin/chromium "
+                                "(scripts/setup_browser.sh installs it, as root)")
+    png.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(png) as tmp:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=str(browser_path), args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": width, "height": 1000})
+            page.goto(Path(index).resolve().as_uri())
+            page.locator("table.rt-claims").screenshot(path=str(tmp), type="png")
+            browser.close()
+        if colors:
+            with Image.open(tmp) as shot:
+                small = shot.convert("RGB").quantize(colors=colors,
+                                                     method=Image.Quantize.MEDIANCUT)
+            small.save(tmp, format="PNG", optimize=True)
+    return png

@@ -13,15 +13,13 @@ ends, and the notebook reads the results from there, not from submitit's pickles
 only the jobs whose result is not stored yet: a rerun after a failed, killed or pre-empted job
 resubmits only what is missing.  An interrupted notebook cancels the jobs it submitted.
 
-The runner passes its choice to the notebooks it starts through the environment
-(:data:`EXECUTOR_ENV`, :data:`EXECUTOR_CONFIG_ENV`); the choice never changes a result, so it is
-not part of a run's key (an inline run and a Slurm run of the same settings are the same run).
+The runner passes its choice to the notebooks it starts in their run context
+(:attr:`rt_lib.context.RunContext.executor`); the choice never changes a result, so it is not
+part of a run's key (an inline run and a Slurm run of the same settings are the same run).
 """
 
 from __future__ import annotations
 
-import json
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields
@@ -30,11 +28,11 @@ from typing import Any
 
 import yaml
 
+from rt_lib import context
 from rt_lib.io import PROJECT_ROOT, atomic_save_torch, checksum_path, load_torch
+from rt_lib.seeding import default_jobs
 
 KINDS = ("inline", "local", "slurm")
-EXECUTOR_ENV = "RT_EXECUTOR"  # inline | local | slurm
-EXECUTOR_CONFIG_ENV = "RT_EXECUTOR_CONFIG"  # JSON of ExecutorConfig's fields
 SLURM_CONFIG = PROJECT_ROOT / "configs" / "slurm.yaml"
 
 
@@ -100,18 +98,20 @@ def load_config(kind: str, path: str | Path | None = None,
     return ExecutorConfig.from_mapping(kind, settings | (overrides or {}))
 
 
+def as_fields(config: ExecutorConfig) -> dict[str, Any]:
+    """``config`` as plain values, for the run context (:func:`current` reads them back)."""
+    return asdict(config) | {"setup": list(config.setup)}
+
+
 def to_env(config: ExecutorConfig) -> dict[str, str]:
-    """The environment that hands ``config`` to a notebook (read by :func:`current`)."""
-    settings = {k: v for k, v in asdict(config).items() if k != "kind"}
-    settings["setup"] = list(settings["setup"])
-    return {EXECUTOR_ENV: config.kind, EXECUTOR_CONFIG_ENV: json.dumps(settings)}
+    """The environment of a process started with ``config``: this run context with it."""
+    return context.current().with_(executor=as_fields(config)).to_env()
 
 
 def current() -> ExecutorConfig:
     """The executor this process was started with (``inline`` outside the runner)."""
-    kind = os.environ.get(EXECUTOR_ENV) or "inline"
-    settings = json.loads(os.environ.get(EXECUTOR_CONFIG_ENV) or "{}")
-    return ExecutorConfig.from_mapping(kind, settings)
+    settings = dict(context.current().executor or {})
+    return ExecutorConfig.from_mapping(settings.pop("kind", "inline"), settings)
 
 
 @dataclass(frozen=True)
@@ -198,8 +198,6 @@ def run_jobs(jobs: Sequence[Job], store: str | Path, config: ExecutorConfig | No
     if todo:
         executor = make_executor(config, store / "submitit", name)
         if config.kind == "local":  # a few at a time: submitit would start every local job at once
-            from rt_lib.runner import default_jobs
-
             at_once = config.local_parallelism or default_jobs()
         else:
             at_once = len(todo)  # one array; Slurm runs array_parallelism of it at once

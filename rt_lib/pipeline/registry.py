@@ -1,6 +1,7 @@
 """The experiments, each declared once by its own module, and where their results go.
 
-Every module of :mod:`rt_lib.experiments` that runs a notebook declares::
+Every module of :mod:`rt_lib.experiments` that runs a notebook declares (the one line by which
+an experiment module meets the pipeline)::
 
     EXPERIMENT = Experiment("01_modular_addition", ModularAdditionParams)
 
@@ -21,8 +22,8 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import inspect
 import json
-import os
 import pkgutil
 import re
 from collections.abc import Callable
@@ -33,17 +34,15 @@ from typing import Any
 
 import yaml
 
+from rt_lib import context
 from rt_lib.claims import Claims
+from rt_lib.context import CONFIGS, DEFAULT_PROFILE, base_profile, is_smoke
 from rt_lib.io import (PROJECT_ROOT, DamagedFileError, atomic_write_text, folder_of,
                        read_yaml_result, results_root, use_folder)
-from rt_lib.params import Params, plain
+from rt_lib.params import Params, parameters_cell, plain
 
-CONFIGS = PROJECT_ROOT / "configs"
-DEFAULT_PROFILE = "cpu"  # the notebooks' own defaults; no config file
-PROFILE_ENV = "RT_PROFILE"  # set by the runner: the profile a notebook runs in
 PARAMETERS_FILE = "parameters.yaml"
 _SAFE = re.compile(r"[A-Za-z0-9_.,=\-\[\]]+")
-SMOKE = "-smoke"  # "paper-smoke": the paper profile's smoke test (Params.SMOKE), results of its own
 # Profiles whose own runs fail a notebook on a claim that does not hold: the committed CPU
 # profile (what nbval re-runs) and the papers' scale.  Between them, the GPU profile's runs
 # show what a GPU reaches in minutes: every status is recorded and reported, none fails the run.
@@ -51,22 +50,9 @@ STRICT_PROFILES = (DEFAULT_PROFILE, "paper")
 MAX_SLUG = 48  # longer change lists are named by a hash (parameters.yaml says what they are)
 
 
-def available_profiles() -> list[str]:
-    return [DEFAULT_PROFILE] + sorted(p.name for p in CONFIGS.iterdir() if p.is_dir()
-                                      and p.name != DEFAULT_PROFILE)
-
-
-def is_smoke(profile: str) -> bool:
-    return profile.endswith(SMOKE)
-
-
-def base_profile(profile: str) -> str:
-    """The profile a smoke test cuts down ("paper" for "paper-smoke"); others are their own."""
-    return profile[: -len(SMOKE)] if is_smoke(profile) else profile
-
-
 def current_profile() -> str:
-    return os.environ.get(PROFILE_ENV, DEFAULT_PROFILE)
+    """The profile this process runs (the run context's; ``cpu`` in a notebook opened by hand)."""
+    return context.current().profile
 
 
 def slug(changes: dict[str, Any]) -> str:
@@ -116,16 +102,21 @@ class Experiment:
         """What ``params`` changes from ``profile``'s parameters of this experiment."""
         return params.changes_from(self.profile_params(profile))
 
+    def parameters_cell(self) -> str:
+        """The source of the notebook's parameters cell, written from :attr:`params`
+        (:func:`rt_lib.params.parameters_cell`; scripts/parameters_cells.py writes it)."""
+        module = Path(inspect.getsourcefile(self.params)).resolve().relative_to(PROJECT_ROOT)
+        return parameters_cell(self.params, str(module))
+
     def start(self, namespace: dict[str, Any]) -> tuple[Any, Path, Claims]:
         """The notebook's one call after its parameters cell: (parameters built and checked
         from ``namespace``, its results folder, its claims record).
 
-        The folder is the one the runner chose (``$RT_FOLDERS``), else the profile's own when
+        The folder is the one the runner chose (the run context's), else the profile's own when
         the parameters are the profile's, else a folder of their own: a notebook changed in a
         live session does not overwrite the profile's results either."""
         params = self.params.from_namespace(namespace)
-        env = json.loads(os.environ.get("RT_FOLDERS") or "{}")
-        if self.name not in env:
+        if self.name not in context.current().folders:
             use_folder(self.name, folder_name(self.name, self.changes(params, current_profile())))
         out = results_root() / folder_of(self.name)
         out.mkdir(parents=True, exist_ok=True)
@@ -146,6 +137,14 @@ class Experiment:
         return params, out, Claims(out, strict=strict,
                                    notebook=self.name,
                                    not_shown=self.not_shown_on_cpu if on_cpu else None)
+
+
+def profile_step_shapes(profile: str, names: list[str] | None = None) -> list[tuple[str, Any]]:
+    """``[(notebook, StepShape)]``: every training step each notebook (``names``; None: all)
+    takes in ``profile``, as its experiment declares (for :mod:`rt_lib.footprint`)."""
+    return [(name, shape) for name, exp in registry().items()
+            if (names is None or name in names) and exp.step_shapes is not None
+            for shape in exp.step_shapes(exp.profile_params(profile))]
 
 
 @cache

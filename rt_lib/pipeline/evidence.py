@@ -1,7 +1,7 @@
 """Evidence: a finished run of a profile kept in the repository, with where and how it ran.
 
 ``results/`` is not committed: a GPU run of the paper (or any other) profile is gone with the
-machine it ran on.  ``python -m rt_lib.evidence keep --profile paper`` keeps what a reader needs
+machine it ran on.  ``python -m rt_lib.pipeline.evidence keep --profile paper`` keeps what a reader needs
 to check its claims, under ``evidence/<profile>/<YYYY-MM-DD>-<device>/`` (committed):
 
 * per notebook (``<NN_name>/``): the executed notebook, ``claims.csv``, ``parameters.yaml``
@@ -15,7 +15,7 @@ Only a finished run is kept: every notebook folder of the profile's own run must
 in the manifest (none failed, none interrupted) and every kept file must still match the sha256
 the manifest recorded when the run finished.  An existing evidence folder is never overwritten
 without ``--replace``.  :func:`kept_runs` reads the kept runs back; the site
-(:mod:`rt_lib.site`) shows each as a column of its claims table.
+(:mod:`rt_lib.pipeline.site`) shows each as a column of its claims table.
 """
 
 from __future__ import annotations
@@ -36,12 +36,12 @@ import pandas as pd
 import yaml
 
 from rt_lib import claims
-from rt_lib.experiments.registry import (DEFAULT_PROFILE, PARAMETERS_FILE, SMOKE,
-                                         available_profiles)
+from rt_lib.pipeline.registry import PARAMETERS_FILE
+from rt_lib.context import DEFAULT_PROFILE, SMOKE, available_profiles
 from rt_lib.io import (PROJECT_ROOT, RESUME, DamagedFileError, profile_options,
                        atomic_write_text, read_yaml_result, results_root, sha256_file, shown)
-from rt_lib.manifest import FILENAME as MANIFEST
-from rt_lib.manifest import Entry, Manifest, describe, versions
+from rt_lib.pipeline.manifest import FILENAME as MANIFEST
+from rt_lib.pipeline.manifest import Entry, Manifest, describe, versions
 
 EVIDENCE_DIR = PROJECT_ROOT / "evidence"  # committed, beside results/ (which is not)
 PROVENANCE = "provenance.yaml"
@@ -57,7 +57,7 @@ class EvidenceError(ValueError):
 @dataclass(frozen=True)
 class Device:
     kind: str  # "gpu" or "cpu"
-    name: str  # "NVIDIA H100 80GB HBM3", or the CPU (rt_lib.evidence.cpu_name)
+    name: str  # "NVIDIA H100 80GB HBM3", or the CPU (rt_lib.pipeline.evidence.cpu_name)
     slug: str  # the evidence folder's suffix: "h100", "2xh100", "cpu"
     count: int = 1  # GPUs seen by torch (1 for a CPU)
     detected: bool = True  # False: given with --device (kept on another machine than the run)
@@ -215,7 +215,7 @@ def _commit(entries: dict[str, Entry]) -> tuple[str, bool]:
 
 def default_command(profile: str, names: list[str]) -> str:
     """The ``./run_all.sh`` command that makes this run (its notebooks by number when not all)."""
-    from rt_lib.runner import available_notebooks
+    from rt_lib.pipeline.plan import available_notebooks
 
     command = "./run_all.sh" + profile_options(profile)
     if sorted(names) != sorted(available_notebooks()):
@@ -370,7 +370,7 @@ def kept_runs(evidence_root: Path | None = None,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rt_lib.evidence",
+    parser = argparse.ArgumentParser(prog="python -m rt_lib.pipeline.evidence",
                                      description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="action", required=True)
     kp = sub.add_parser("keep", help="keep a profile's finished run under evidence/")
@@ -398,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
                       named_device(args.device) if args.device else None, args.max_mib,
                       args.replace)
     except (EvidenceError, DamagedFileError) as err:
-        print(f"rt_lib.evidence: error: {err}", file=sys.stderr)
+        print(f"rt_lib.pipeline.evidence: error: {err}", file=sys.stderr)
         return 2
     size = sum(p.stat().st_size for p in target.rglob("*") if p.is_file())
     print(f"kept {shown(target)} ({size / 2**20:.1f} MiB); commit it with git add "

@@ -1,0 +1,225 @@
+"""What a run will do, decided before anything runs: the notebooks, their parameters, folders
+and order.
+
+Everything is validated here before the first notebook starts: profile, notebook names, that each
+injected parameter exists in the notebook's ``parameters`` cell, and every notebook's parameters
+(its defaults plus what is injected) through the parameters class its experiment declares
+(:mod:`rt_lib.pipeline.registry`; the pipeline names no notebook).  A run with changed parameters
+(``--set``, an edited parameters cell) goes to a folder of its own, ``results/<name>+<changes>/``,
+and the notebooks that read it read that folder: the profile's results are never overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+import yaml
+
+from rt_lib.context import CONFIGS, DEFAULT_PROFILE, available_profiles, base_profile, is_smoke
+from rt_lib.context import default_results_root
+from rt_lib.io import PROJECT_ROOT
+from rt_lib.pipeline.executor import ExecutorConfig, load_config
+from rt_lib.pipeline.registry import Experiment, folder_name, registry
+
+NOTEBOOKS = PROJECT_ROOT / "notebooks"  # $RT_NOTEBOOKS: another folder of numbered notebooks
+
+
+class RunError(ValueError):
+    """A bad command line: raised before any notebook runs."""
+
+@dataclass(frozen=True)
+class Job:
+    name: str  # e.g. "01_modular_addition"
+    notebook: Path
+    parameters: dict  # what is injected: the profile's config and --set
+    output_dir: Path  # results/[<profile>/]<folder>: the name, or name+changes (exploration)
+    reads: dict[str, str] = field(default_factory=dict)  # {notebook it reads: folder it reads}
+
+    @property
+    def folder(self) -> str:
+        return self.output_dir.name
+
+def notebooks_dir() -> Path:
+    return Path(os.environ.get("RT_NOTEBOOKS", NOTEBOOKS))
+
+def available_notebooks() -> dict[str, Path]:
+    return {p.stem: p for p in sorted(notebooks_dir().glob("[0-9][0-9]_*.ipynb"))}
+
+def select(only: list[str] | None) -> dict[str, Path]:
+    books = available_notebooks()
+    if not only:
+        return books
+    chosen = {}
+    for item in (x for arg in only for x in arg.split(",") if x):
+        matches = [n for n in books if n == item or n.split("_", 1)[0] == item.zfill(2)]
+        if not matches:
+            raise RunError(f"--only: no notebook {item!r}; available: {', '.join(books)}")
+        chosen.update({m: books[m] for m in matches})
+    return dict(sorted(chosen.items()))
+
+def covered(selected: dict[str, Path], profile: str, explicit: bool) -> dict[str, Path]:
+    """The notebooks of ``selected`` that ``profile`` has a config for.  The CPU and paper
+    profiles cover every notebook; a profile that covers some only (the GPU profile: the claims
+    the CPU cannot show) runs those, and naming another with ``--only`` is an error, as is a
+    covered notebook that reads one it does not cover."""
+    if profile == DEFAULT_PROFILE:
+        return selected
+    have = {name: path for name, path in selected.items()
+            if (CONFIGS / profile / f"{name}.yaml").exists()}
+    everything = sorted(p.stem for p in (CONFIGS / profile).glob("*.yaml"))
+    left = sorted(set(selected) - set(have))
+    if left and explicit:
+        raise RunError(f"--profile {profile} has no config for {', '.join(left)} "
+                       f"(configs/{profile}/ covers {', '.join(everything) or 'nothing'})")
+    for name in have:
+        missing = sorted(set(needs().get(name, ())) - set(everything))
+        if missing:
+            raise RunError(f"--profile {profile}: {name} reads {', '.join(missing)}, which "
+                           f"configs/{profile}/ does not cover")
+    if not have:
+        raise RunError(f"--profile {profile}: configs/{profile}/ covers none of the notebooks")
+    return have
+
+def parse_sets(pairs: list[str] | None) -> dict:
+    out = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise RunError(f"--set expects key=value, got {pair!r}")
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+def executor_config(kind: str, path: str | None, sets: dict) -> ExecutorConfig:
+    """``--executor``'s settings: its config file, then the ``executor.<key>`` entries of
+    ``--set`` (taken out of ``sets``: they are not notebook parameters, and the executor never
+    changes a result, so it is not part of a run's key)."""
+    prefix = "executor."
+    overrides = {k.removeprefix(prefix): sets.pop(k) for k in list(sets) if k.startswith(prefix)}
+    if (path or overrides) and kind == "inline":
+        raise RunError("executor settings (--executor-config, --set executor.*) need "
+                       "--executor local or slurm")
+    try:
+        return load_config(kind, path, overrides)
+    except ValueError as err:
+        raise RunError(str(err)) from None
+
+@cache
+def needs() -> dict[str, frozenset[str]]:
+    """{notebook: the notebooks whose results it reads}, as each experiment declares.
+
+    Run together, a notebook starts only after these finished (07 and 09 would otherwise report
+    missing restarts or train fallbacks; 12, 13 and 15 would train 11's runs a second time)."""
+    return {name: frozenset(e.reads) for name, e in registry().items() if e.reads}
+
+def recorded_seconds(path: Path) -> float:
+    """Wall time papermill recorded in a committed notebook (CPU profile); 60 s if none."""
+    try:
+        meta = json.loads(path.read_text())["metadata"].get("papermill", {})
+        return float(meta.get("duration") or 60.0)
+    except (OSError, ValueError, KeyError):
+        return 60.0
+
+def schedule(names: list[str]) -> tuple[dict[str, frozenset[str]], list[str]]:
+    """({notebook: the given notebooks it reads}, the notebooks in dispatch order): longest
+    critical path first (its recorded time plus the longest chain of readers after it), so a
+    notebook always comes after those it reads.  ``./run_all.sh`` and the parallel test run
+    (conftest.py) hand out notebooks in this order, each once those it reads have finished."""
+    deps = {n: needs().get(n, frozenset()) & set(names) for n in names}
+    books = available_notebooks()
+    seconds = {n: recorded_seconds(books[n]) if n in books else 60.0 for n in names}
+
+    @cache
+    def critical(name: str) -> float:
+        return seconds[name] + max((critical(m) for m in names if name in deps[m]), default=0.0)
+
+    return deps, sorted(names, key=lambda n: (-critical(n), n))
+
+def notebook_parameters(path: Path) -> set[str]:
+    import papermill
+
+    return set(papermill.inspect_notebook(str(path)))
+
+def experiment(name: str) -> Experiment | None:
+    """The registered experiment of notebook ``name`` (None: a notebook without one)."""
+    return registry().get(name)
+
+def default_parameters(path: Path) -> dict:
+    """The values of a notebook's ``parameters`` cell (plain assignments), as it would run."""
+    cells = json.loads(path.read_text())["cells"]
+    source = next(("".join(c["source"]) for c in cells
+                   if "parameters" in c.get("metadata", {}).get("tags", [])), "")
+    namespace: dict = {}
+    exec(compile(source, f"{path.name}: parameters cell", "exec"), namespace)
+    return {k: v for k, v in namespace.items() if not k.startswith("__")}
+
+def changes(name: str, path: Path, profile: str, injected: dict) -> dict:
+    """Build the notebook's parameters as its own code does (its parameters cell, then what is
+    injected) and return what they change from ``profile``'s; a bad value raises
+    :class:`RunError` naming the notebook and the parameter."""
+    namespace = default_parameters(path) | injected
+    exp = experiment(name)
+    if exp is None:  # no declared parameters: the injected values that change the cell's
+        defaults = default_parameters(path)
+        return {k: v for k, v in injected.items() if defaults.get(k) != v}
+    try:
+        return exp.changes(exp.params.from_namespace(namespace), profile)
+    except (ValueError, TypeError, KeyError, FileNotFoundError) as err:
+        raise RunError(f"{name}: {err}") from None
+
+def plan(profile: str, only: list[str] | None, sets: dict,
+         results_root: Path | None = None) -> list[Job]:
+    """Validate everything and return the jobs; raises :class:`RunError` and writes nothing.
+
+    ``sets`` go to every selected notebook that declares the parameter (one that none declares
+    is an error).  A notebook whose parameters differ from its profile's, or that reads such a
+    run's results, gets a folder of its own (:mod:`rt_lib.pipeline.registry`)."""
+    profiles = available_profiles()
+    if base_profile(profile) not in profiles:
+        raise RunError(f"--profile: unknown profile {base_profile(profile)!r}; available: "
+                       f"{', '.join(profiles)}")
+    root = results_root or default_results_root()
+    if profile != DEFAULT_PROFILE:
+        root = root / profile
+    selected = covered(select(only), base_profile(profile), explicit=bool(only))
+    declared = {name: notebook_parameters(path) for name, path in selected.items()}
+    unknown = sorted(k for k in sets if not any(k in known for known in declared.values()))
+    if unknown:
+        listing = "; ".join(f"{n}: {sorted(k)}" for n, k in declared.items())
+        raise RunError(f"unknown parameter(s) {unknown}: no selected notebook declares them "
+                       f"(the notebooks' parameters: {listing})")
+    jobs: dict[str, Job] = {}
+    own: dict[str, dict] = {}
+    for name, path in selected.items():  # name order: what a notebook reads comes first
+        params: dict = {}
+        if base_profile(profile) != DEFAULT_PROFILE:
+            cfg = CONFIGS / base_profile(profile) / f"{name}.yaml"
+            if not cfg.exists():
+                raise RunError(f"--profile {base_profile(profile)}: "
+                               f"{cfg.relative_to(PROJECT_ROOT)} is missing")
+            params = yaml.safe_load(cfg.read_text()) or {}
+        if is_smoke(profile) and (exp := experiment(name)) is not None:
+            # the config with the smoke cuts, where the notebook has the parameter cut
+            params = {k: v for k, v in exp.profile_config(profile).items()
+                      if k in params or k in declared[name]}
+        not_declared = sorted(set(params) - declared[name])
+        if not_declared:
+            raise RunError(f"{name}: unknown parameter(s) {not_declared} in the {profile} "
+                           f"profile; the notebook's parameters are {sorted(declared[name])}")
+        params.update({k: v for k, v in sets.items() if k in declared[name]})
+        own[name] = dict(changes(name, path, profile, params))
+        reads = {}
+        for upstream in sorted(needs().get(name, ())):
+            up = jobs.get(upstream)
+            reads[upstream] = up.folder if up is not None else upstream
+            for key, value in (own.get(upstream, {}) if up is not None else {}).items():
+                if own[name].get(key, value) != value:
+                    key = f"{upstream[:2]}.{key}"
+                own[name].setdefault(key, value)
+        jobs[name] = Job(name, path, params, root / folder_name(name, own[name]), reads)
+    if not jobs:
+        raise RunError(f"no numbered notebooks found under {notebooks_dir()}")
+    return list(jobs.values())

@@ -1,0 +1,270 @@
+"""Running the planned notebooks: each through papermill in a process of its own, ``--jobs`` at a
+time, each after the notebooks it reads, the longest chain of work first; one run per results
+root at a time; nothing left behind when interrupted.
+
+Notebooks run each in its own process with the torch threads of the run context
+(``RT_THREADS``, one by default): on the project's 2-core machines two one-thread notebooks
+finish in about half the time of one after another, with the same numbers (float reductions
+depend on the thread count, not on what else runs).  A notebook that reads another's results
+(:func:`rt_lib.pipeline.plan.needs`) starts after it; the one with the longest chain of work
+ahead of it starts first (wall times recorded in the committed notebooks), so that 11 -> 12 -> 13
+does not end up last.
+
+Each notebook's process gets its :class:`rt_lib.context.RunContext` (results root, profile,
+folders, run key, executor) as one value.  A notebook whose results are up to date
+(:mod:`rt_lib.pipeline.manifest`) is skipped.  Interrupted (Ctrl-C, SIGTERM, even SIGKILL) a run
+leaves no notebook process behind; the next run removes the temporary files of unfinished writes
+and reruns only what did not finish (miiii runs resume from their checkpoint).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import faulthandler
+import fcntl
+import multiprocessing
+import multiprocessing.connection
+import os
+import shutil
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rt_lib.context import DEFAULT_PROFILE, RunContext, env_threads, is_smoke
+from rt_lib.io import RESUME, atomic_path
+from rt_lib.pipeline.manifest import Manifest, content_key, is_temporary
+from rt_lib.pipeline.plan import Job, RunError, schedule
+from rt_lib.pipeline.progress import Ticker, clock, expected_seconds, progress_line
+
+
+#: A smoke test's cell runs in seconds to minutes (08 at width 4,096: several): one that takes
+#: longer has hung or lost its cuts, and
+#: fails (the profiles' own cells may train for many minutes and have no limit).
+SMOKE_CELL_TIMEOUT = 900
+
+def execute(job: Job, output: Path, log_output: bool = False,
+            cell_timeout: int | None = None) -> float:
+    """Run one notebook with papermill into ``output`` (atomically); returns wall seconds."""
+    import papermill
+
+    from rt_lib.pipeline.kernel import PatientKernelManager
+
+    job.output_dir.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    with atomic_path(output) as tmp:
+        try:
+            papermill.execute_notebook(
+                str(job.notebook), str(tmp), parameters=job.parameters, kernel_name="python3",
+                cwd=str(job.notebook.parent), log_output=log_output, progress_bar=False,
+                execution_timeout=cell_timeout, kernel_manager_class=PatientKernelManager,
+            )
+        except Exception:
+            # Always beside the results (also with --update-notebooks): notebooks/ keeps only
+            # notebooks that ran through.
+            os.replace(tmp, job.output_dir / f"{job.name}.failed.ipynb")
+            raise
+    stale = job.output_dir / f"{job.name}.failed.ipynb"
+    stale.unlink(missing_ok=True)
+    return time.perf_counter() - start
+
+def _die_with_parent() -> None:
+    """Linux: ask the OS to SIGKILL this process when the runner dies (even by SIGKILL), so no
+    orphan keeps training; its Jupyter kernel then exits by ipykernel's parent poller."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+def _stacks_on_sigusr1() -> None:
+    """``kill -USR1 <pid>`` prints where a stuck run is (every thread's stack, to stderr) and
+    lets it go on.  Skipped where stderr is no file (e.g. captured by a test)."""
+    if not hasattr(signal, "SIGUSR1"):
+        return
+    try:
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
+    except (AttributeError, ValueError, OSError):  # io.UnsupportedOperation is an OSError
+        pass
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+def _child(job: Job, output: Path, log_output: bool, parent: int, key: str,
+           profile: str, executor: dict[str, Any] | None) -> None:
+    _die_with_parent()
+    if os.getppid() != parent:  # the runner died before prctl took effect
+        os._exit(1)
+    signal.signal(signal.SIGTERM, _interrupt)  # unwind: kernel shut down, temporary file removed
+    _stacks_on_sigusr1()
+    run = RunContext(
+        results_root=job.output_dir.parent, profile=profile, threads=env_threads(),
+        # where this notebook writes and where the notebooks it reads wrote (rt_lib.io.folder_of)
+        folders={**job.reads, job.name: job.folder},
+        notebook=job.name, run_key=key,  # mid-run checkpoints resume only for these exact inputs
+        executor=executor)
+    os.environ.update(run.to_env())  # the notebook's kernel inherits it
+    try:
+        execute(job, output, log_output, SMOKE_CELL_TIMEOUT if is_smoke(profile) else None)
+    except Exception as err:
+        if hasattr(err, "ename"):  # papermill: the error raised in the notebook's cell
+            detail = f"{err.ename}: {err.evalue}"
+        else:
+            detail = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+        print(f"    FAILED {job.folder}: {detail}\n"
+              f"    executed notebook kept as {job.output_dir / (job.name + '.failed.ipynb')}",
+              file=sys.stderr, flush=True)
+        sys.exit(1)
+
+@dataclass
+class Outcome:
+    done: list[tuple[str, float]]  # (name, seconds) in finishing order
+    skipped: list[str]  # up to date: not rerun
+    failed: list[str]  # failed, or not run because a notebook it reads failed
+
+def run_jobs(jobs: list[Job], outputs: dict[str, Path], n_jobs: int, log_output: bool = False,
+             manifest: Manifest | None = None, profile: str = DEFAULT_PROFILE,
+             rerun: frozenset[str] | set[str] = frozenset(),
+             progress_every: float | None = None,
+             executor: dict[str, Any] | None = None) -> Outcome:
+    """Run ``jobs``, ``n_jobs`` at a time, each notebook after the selected ones it
+    :func:`needs`.  With a ``manifest``, a notebook (not in ``rerun``) whose results are up to
+    date is skipped, and each finished one is recorded.  While notebooks run, a progress line
+    (:class:`Ticker`, every ``progress_every`` seconds; default: each second on a terminal, each
+    minute in a log) says how long each has run against what it took last time.  ``executor``:
+    where the notebooks' training runs go (:func:`rt_lib.pipeline.executor.as_fields`; None:
+    inline)."""
+    by_name = {j.name: j for j in jobs}
+    deps, order = schedule(list(by_name))
+
+    def key(name: str) -> str:  # at dispatch: what the notebooks it reads hold by then
+        job = by_name[name]
+        reads = {u: (e.key if (e := manifest.entries.get(folder)) else None)
+                 for u, folder in sorted(job.reads.items())} if manifest else {}
+        return content_key(job.notebook, profile, job.parameters, reads)
+
+    ctx = multiprocessing.get_context("spawn")
+    running: dict[int, tuple[str, multiprocessing.process.BaseProcess, float, str]] = {}
+    expected: dict[str, float | None] = {}
+    ticker = Ticker(interval=progress_every)
+    out = Outcome([], [], [])
+    finished: set[str] = set()
+    try:
+        while order or running:
+            for name in list(order):
+                if len(running) >= n_jobs:
+                    break
+                if deps[name] & set(out.failed):
+                    order.remove(name)
+                    out.failed.append(name)
+                    print(f"    SKIPPED {name}: it reads "
+                          f"{', '.join(sorted(deps[name] & set(out.failed)))}, which failed",
+                          file=sys.stderr, flush=True)
+                    continue
+                if not deps[name] <= finished:
+                    continue
+                order.remove(name)
+                k = key(name)
+                folder = by_name[name].folder  # the manifest's entries are per results folder
+                if manifest is not None and name not in rerun:
+                    reason = manifest.stale_reason(folder, k)
+                    if reason is None:
+                        finished.add(name)
+                        out.skipped.append(name)
+                        print(f"    {folder} is up to date (manifest): skipped; --force reruns "
+                              "it", flush=True)
+                        continue
+                    print(f"==> {folder}: {reason}", flush=True)
+                expected[name] = expected_seconds(by_name[name], manifest, profile)
+                if manifest is not None:
+                    manifest.forget(folder)
+                proc = ctx.Process(target=_child, name=name,
+                                   args=(by_name[name], outputs[name], log_output, os.getpid(),
+                                         k, profile, executor))
+                proc.start()
+                running[proc.sentinel] = (name, proc, time.perf_counter(), k)
+                ticker.clear()
+                took = expected[name]
+                print(f"==> {folder} started" + (f" (last run: {clock(took)})" if took else ""),
+                      flush=True)
+            if not running:
+                continue
+            ready = multiprocessing.connection.wait(list(running), timeout=ticker.interval)
+            if not ready:
+                ticker.show(progress_line({n: (t, expected[n]) for n, _, t, _ in running.values()},
+                                          len(finished), len(by_name), time.perf_counter()))
+                continue
+            ticker.clear()
+            for sentinel in ready:
+                name, proc, start, k = running.pop(sentinel)
+                proc.join()
+                finished.add(name)
+                if proc.exitcode != 0:
+                    out.failed.append(name)
+                    continue
+                out.done.append((name, time.perf_counter() - start))
+                job = by_name[name]
+                shutil.rmtree(job.output_dir / RESUME, ignore_errors=True)  # finished: not needed
+                if manifest is not None:
+                    manifest.record(job.folder, k, profile, job.parameters, job.output_dir,
+                                    out.done[-1][1])
+                print(f"    {name} done in {out.done[-1][1]:.0f} s "
+                      f"({len(finished)}/{len(by_name)}) -> {job.output_dir}", flush=True)
+    finally:
+        for _, proc, _, _ in running.values():  # interrupted: stop what still runs
+            proc.terminate()
+        for _, proc, _, _ in running.values():
+            proc.join(15)
+            if proc.is_alive():
+                proc.kill()
+    return out
+
+LOCK = ".run_all.lock"
+
+@contextlib.contextmanager
+def exclusive(root: Path) -> Iterator[None]:
+    """One ``run_all.sh`` per results root at a time.
+
+    The lock is ``flock`` on ``<root>/.run_all.lock``: taking it is one atomic call, so of two
+    runs started at the same instant exactly one gets it (a check for the file, then creating
+    it, would let both through), and the OS releases it when its process ends however it ends
+    (a lock file a killed run left is no lock).  The file is opened without truncating it and
+    the winner writes its pid there, so the one refused can say which run holds it."""
+    path = root / LOCK
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as err:
+        raise RunError(f"cannot take the lock {path} ({err.strerror}): the results folder "
+                       f"{root} must be writable (or point RT_RESULTS at one that is)") from None
+    with os.fdopen(fd, "r+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = lock.read().strip()
+            raise RunError(f"another ./run_all.sh{f' (pid {holder})' if holder else ''} is "
+                           f"writing to {root} (it holds {path}); wait for it or stop it") from None
+        lock.truncate(0)
+        lock.write(f"{os.getpid()}\n")
+        lock.flush()
+        try:
+            yield
+        finally:
+            lock.truncate(0)  # released: no pid left to name (one killed leaves its own)
+
+def remove_unfinished(folders: list[Path]) -> list[Path]:
+    """Delete the temporary files that writes cut short by an interruption left in ``folders``
+    (searched recursively); run only while holding :func:`exclusive`."""
+    gone = []
+    for folder in folders:
+        if folder.is_dir():
+            for path in folder.rglob(".*"):
+                if path.is_file() and is_temporary(path):
+                    path.unlink()
+                    gone.append(path)
+    return gone

@@ -1,0 +1,76 @@
+"""The core (model, tasks, training, analysis, plots: rt_lib's top-level modules and rt_lib.tasks)
+imports nothing from the pipeline or the experiments: it reads as a library, usable without
+./run_all.sh, and the pipeline can change without touching what a model computes."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import rt_lib
+
+ROOT = Path(rt_lib.__file__).parent
+UPPER = ("rt_lib.pipeline", "rt_lib.experiments")
+
+
+def core_modules() -> list[Path]:
+    return sorted([*ROOT.glob("*.py"), *(ROOT / "tasks").glob("*.py")])
+
+
+def imported(path: Path, source: str | None = None) -> list[tuple[int, str]]:
+    """(line, module) of every import in ``path`` (or ``source``, as if it were that file),
+    inside functions too; relative imports are resolved against the file's package (``from .base
+    import Task`` in rt_lib/tasks/ is rt_lib.tasks.base), and ``from a import b`` counts as
+    importing ``a`` and ``a.b``."""
+    package = ".".join(("rt_lib", *path.relative_to(ROOT).parent.parts))
+    text = source if source is not None else path.read_text(encoding="utf-8")
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+            module = ".".join(x for x in (base, node.module or "") if x)
+            found.append((node.lineno, module))
+            found += [(node.lineno, f"{module}.{alias.name}") for alias in node.names]
+    return found
+
+
+def upward(path: Path, source: str | None = None) -> list[str]:
+    return [f"{path.relative_to(ROOT.parent)}:{line} imports {module}"
+            for line, module in imported(path, source)
+            if any(module == up or module.startswith(up + ".") for up in UPPER)]
+
+
+def test_the_core_imports_nothing_from_the_pipeline_or_the_experiments():
+    modules = core_modules()
+    assert {"model.py", "train.py", "analysis.py", "plots.py", "io.py", "base.py"} <= {
+        p.name for p in modules}
+    assert not [line for path in modules for line in upward(path)]
+
+
+@pytest.mark.parametrize("source", [
+    "from rt_lib.pipeline.registry import Experiment\n",
+    "def f():\n    from rt_lib.pipeline import runner\n",  # a lazy import counts too
+    "import rt_lib.experiments.miiii\n",
+    "from rt_lib import pipeline\n",
+    "from .pipeline.site import SITE\n",
+])
+def test_an_upward_import_is_found(source):
+    assert upward(ROOT / "probe.py", source), source
+
+
+@pytest.mark.parametrize("source", [
+    "from rt_lib.model import build_model\n",
+    "from .base import Task\n",
+    "import rt_lib.pipelines_of_another_kind\n",  # a name that only starts alike
+])
+def test_a_core_import_is_not(source):
+    assert not upward(ROOT / "tasks" / "probe.py", source), source
+
+
+def test_a_relative_import_is_resolved_against_the_files_package():
+    assert (1, "rt_lib.tasks.base") in imported(ROOT / "tasks" / "probe.py", "from .base import Task\n")
+    assert (1, "rt_lib.model") in imported(ROOT / "tasks" / "probe.py", "from ..model import x\n")
