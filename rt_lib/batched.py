@@ -141,8 +141,10 @@ class BatchedRestarts:
     def model(self, i: int) -> nn.Module:
         """Seed i's current weights as an ordinary module (for evaluation and checkpoints)."""
         view = self.views[i]
+        kept = view.state_dict().keys()  # not the non-persistent buffers (miiii's output masks)
         with torch.no_grad():
-            view.load_state_dict({k: v[i] for k, v in (self.params | self.buffers).items()})
+            view.load_state_dict({k: v[i] for k, v in (self.params | self.buffers).items()
+                                  if k in kept})
         return view
 
 

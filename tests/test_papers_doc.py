@@ -1,8 +1,8 @@
 """docs/papers.md is where the papers' settings are written down, and what the code cites.
 
-Two checks over the project's code, configs, tests, benchmarks and scripts: no citation of the
-old, out-of-repo "SPEC A" / "SPEC B" is left (rt_lib/ledger.yaml aside: its claim statements are
-printed into the notebooks' recorded outputs), and every citation of docs/papers.md, written as
+Two checks over the project's code, configs, tests, benchmarks and scripts, the ledger included:
+no citation of the old, out-of-repo "SPEC A" / "SPEC B" is left, and every citation of
+docs/papers.md, written as
 ``(docs/papers.md, <paper>: <section>)`` (the format is described at the top of that file), names
 a ``##`` heading and one of its ``###`` headings that exist there.
 """
@@ -16,12 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PAPERS = ROOT / "docs" / "papers.md"
 SCANNED = ("rt_lib", "configs", "tests", "benchmarks", "scripts")
 SUFFIXES = {".py", ".yaml", ".yml", ".sh", ".cfg", ".toml", ".md", ".j2"}
-#: not scanned: the ledger's claim statements are printed into recorded notebook outputs (a
-#: change there fails nbval), and this file names the patterns it looks for
-# the ledger's claim statements are printed into recorded outputs (changed at a re-record); the
-# tests that look for SPEC name it
-SKIPPED = {ROOT / "rt_lib" / "ledger.yaml", Path(__file__).resolve(),
-           ROOT / "tests" / "test_notebook_intros.py"}
+#: not scanned: the tests that look for SPEC name it
+SKIPPED = {Path(__file__).resolve(), ROOT / "tests" / "test_notebook_intros.py"}
 #: the headings citations rely on: (paper, section), lower case
 REQUIRED = {
     ("random transformers", "model"), ("random transformers", "tasks"),
@@ -81,7 +77,7 @@ def test_docs_papers_has_the_headings_citations_use():
     assert not missing, f"docs/papers.md lacks the headings {sorted(missing)}"
 
 
-def test_no_spec_citation_is_left_outside_the_ledger():
+def test_no_spec_citation_is_left():
     left = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
             for path in scanned_files()
             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
