@@ -370,10 +370,12 @@ def chromium() -> Path | None:
     return path if path.is_file() and os.access(path, os.X_OK) else None
 
 
-def picture(index: Path, png: Path, width: int = 1500, colors: int = 64) -> Path:
-    """The site's claims table (``index``: its index.html) as headless Chromium draws it, into
-    ``png`` (atomically) with a palette of ``colors`` (0: full colour; the picture lives in
-    git, and a palette keeps it a third of the size with the text sharp)."""
+def picture(index: Path, png: Path, width: int = 1400, height: int = 1000,
+            colors: int = 64) -> Path:
+    """The site's first screen (``index``: its index.html) as headless Chromium draws it in a
+    ``width`` x ``height`` window: the title, the claims' counts and the first rows of the claims
+    table.  Into ``png`` (atomically) with a palette of ``colors`` (0: full colour; the picture
+    lives in git, and a palette keeps it a third of the size with the text sharp)."""
     from PIL import Image  # matplotlib's dependency
     from playwright.sync_api import sync_playwright
 
@@ -385,13 +387,14 @@ def picture(index: Path, png: Path, width: int = 1500, colors: int = 64) -> Path
     with atomic_path(png) as tmp:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=str(browser_path), args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport={"width": width, "height": 1000})
+            page = browser.new_page(viewport={"width": width, "height": height})
             page.goto(Path(index).resolve().as_uri())
-            page.locator("table.rt-claims").screenshot(path=str(tmp), type="png")
+            page.screenshot(path=str(tmp), type="png")  # the window: what a reader sees first
             browser.close()
         if colors:
             with Image.open(tmp) as shot:
+                # octree keeps the statuses' few coloured pixels (median cut greys them)
                 small = shot.convert("RGB").quantize(colors=colors,
-                                                     method=Image.Quantize.MEDIANCUT)
+                                                     method=Image.Quantize.FASTOCTREE)
             small.save(tmp, format="PNG", optimize=True)
     return png
