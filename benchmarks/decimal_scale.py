@@ -59,7 +59,6 @@ import time
 START = time.perf_counter()  # the budget counts from here, before the heavy imports
 
 import argparse  # noqa: E402
-import math  # noqa: E402
 import os  # noqa: E402
 import platform  # noqa: E402
 import queue  # noqa: E402

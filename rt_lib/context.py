@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -90,9 +90,6 @@ class RunContext:
         """``{RT_RUN: JSON}``, for the notebook's process."""
         fields = asdict(self) | {"results_root": str(self.results_root)}
         return {ENV: json.dumps(fields, sort_keys=True)}
-
-    def with_(self, **changes: Any) -> RunContext:
-        return replace(self, **changes)
 
 
 def from_env() -> RunContext:

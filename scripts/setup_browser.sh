@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Debian's Chromium for the JupyterLab widget test (tests/test_browser.py): Playwright drives
-# /usr/bin/chromium, so no browser is downloaded.  Installs it where it can (root + apt-get);
+# the system chromium, so no browser is downloaded.  Installs it where it can (root + apt-get);
 # anywhere else it says so and the browser test is skipped with that reason.  Never fatal.
 set -uo pipefail
-if [ -x "${RT_CHROMIUM:-/usr/bin/chromium}" ]; then
+# where rt_lib.pipeline.site.chromium() looks: $RT_CHROMIUM, else chromium on the PATH
+if { [ -n "${RT_CHROMIUM:-}" ] && [ -x "$RT_CHROMIUM" ]; } || command -v chromium >/dev/null; then
   exit 0
 fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -15,7 +16,7 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
       || echo "setup: could not install chromium (see /tmp/rt-chromium-install.log); the browser test will be skipped"
   fi
 else
-  echo "setup: no /usr/bin/chromium and no root apt-get: the browser test will be skipped" \
+  echo "setup: no chromium on the PATH and no root apt-get: the browser test will be skipped" \
        "(install Debian's chromium package to run it)"
 fi
 exit 0

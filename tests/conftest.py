@@ -1,3 +1,4 @@
+import dataclasses
 import os
 
 import pytest
@@ -30,7 +31,7 @@ def run_context(monkeypatch):
         if _clear is None:
             monkeypatch.delenv(context.ENV, raising=False)
             return None
-        run = context.current().with_(**fields)
+        run = dataclasses.replace(context.current(), **fields)
         monkeypatch.setenv(context.ENV, run.to_env()[context.ENV])
         return run
 

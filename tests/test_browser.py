@@ -25,16 +25,13 @@ from pathlib import Path
 import pytest
 
 from rt_lib.pipeline.plan import available_notebooks
-from rt_lib.pipeline.site import build_site
+from rt_lib.pipeline.site import CHROMIUM_ARGS, build_site, chromium
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = os.environ.get("RT_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM = chromium()  # $RT_CHROMIUM, else chromium on the PATH; None: none here
 TINY = {"train_params": {"p": 7, "epochs": 40, "eval_points": 4, "n_snapshots": 4, "d_model": 16,
                          "n_heads": 2, "threads": 1},
         "n_neurons": 2}
-# The flags this sandbox needs (no GPU, root, a closed network: no background connections).
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 def _free_port() -> int:
@@ -46,8 +43,9 @@ def _free_port() -> int:
 def _need_browser() -> None:
     """Skip (fail under RT_REQUIRE_BROWSER=1, as in CI) where Chromium or Playwright is missing."""
     reason = None
-    if not Path(CHROMIUM).exists():
-        reason = (f"Chromium not found at {CHROMIUM}: install Debian's chromium package "
+    if CHROMIUM is None:
+        reason = ("Chromium not found ($RT_CHROMIUM, or chromium on the PATH): install Debian's "
+                  "chromium package "
                   "(scripts/setup_browser.sh does, as root) or set RT_CHROMIUM to run the browser tests")
     else:
         try:
@@ -101,7 +99,7 @@ def test_neuron_slider_changes_the_rendered_image(lab):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(lab)
         page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=90_000)
@@ -171,7 +169,7 @@ def _figures(path: Path) -> int:
 
 
 def _browser(pw):
-    return pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    return pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
 
 
 def _watch(page) -> list[str]:

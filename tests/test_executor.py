@@ -103,15 +103,14 @@ def _assert_same_grid(inline, local) -> None:
         assert all(torch.equal(v, theirs[k]) for k, v in model.state_dict().items())
 
 
-def test_a_grid_as_local_jobs_equals_the_inline_grid(tmp_path, monkeypatch):
+def test_a_grid_as_local_jobs_equals_the_inline_grid(tmp_path, monkeypatch, run_context):
     # eval_rows: the smoke test's capped evaluation sets, a task wrapper that travels too
     params = ModularAdditionParams(p=7, widths=(8,), models=("random transformer",), restarts=2,
                                    steps=20, batch_size=16, warmup_steps=2, eval_every=10,
                                    eval_rows=5)
     task = params.task()
     inline = train_grid(task, params)
-    for key, value in ex.to_env(LOCAL).items():
-        monkeypatch.setenv(key, value)
+    run_context(executor=ex.as_fields(LOCAL))
     store = tmp_path / "jobs"
     local = train_grid(task, params, job_store=str(store))
     assert len(list(store.glob("random_transformer_d8_r*_*.pt"))) == 2  # one job per restart
@@ -123,7 +122,8 @@ def test_a_grid_as_local_jobs_equals_the_inline_grid(tmp_path, monkeypatch):
     assert not other.metrics["seed"].isin(local.metrics["seed"]).any()
 
 
-def test_a_language_grid_as_local_jobs_reads_its_streams_from_one_file(tmp_path, monkeypatch):
+def test_a_language_grid_as_local_jobs_reads_its_streams_from_one_file(tmp_path, monkeypatch,
+                                                                       run_context):
     """Notebook 08 under --executor: the jobs memory-map the token streams written once to the
     store and train exactly the inline models."""
     from rt_lib.tasks import LanguageModelling
@@ -134,14 +134,13 @@ def test_a_language_grid_as_local_jobs_reads_its_streams_from_one_file(tmp_path,
     params = ModularAdditionParams(widths=(8,), models=("random transformer",), restarts=2,
                                    steps=6, batch_size=4, warmup_steps=1, eval_every=3)
     inline = train_grid(task, params)
-    for key, value in ex.to_env(LOCAL).items():
-        monkeypatch.setenv(key, value)
+    run_context(executor=ex.as_fields(LOCAL))
     local = train_grid(task, params, job_store=str(tmp_path / "jobs"))
     assert len(list((tmp_path / "jobs" / "data").glob("*-streams-*.pt"))) == 1
     _assert_same_grid(inline, local)
 
 
-def test_settings_are_checked_by_name(tmp_path, monkeypatch):
+def test_settings_are_checked_by_name(tmp_path, run_context):
     with pytest.raises(ValueError, match="partitoin"):
         ex.ExecutorConfig.from_mapping("slurm", {"partitoin": "gpu"})
     with pytest.raises(ValueError, match="kind must be one of"):
@@ -150,7 +149,7 @@ def test_settings_are_checked_by_name(tmp_path, monkeypatch):
         ex.ExecutorConfig(kind="slurm", time_min=0)
     config = ex.load_config("slurm", overrides={"partition": "a100"})
     assert config.partition == "a100" and config.gpus_per_node == 1  # configs/slurm.yaml's
-    monkeypatch.setenv("RT_RUN", ex.to_env(config)["RT_RUN"])  # what a notebook is handed
+    run_context(executor=ex.as_fields(config))  # what a notebook is handed
     assert ex.current() == config
 
 
@@ -233,7 +232,7 @@ def test_the_runner_refuses_an_unknown_executor_setting(tmp_path):
     assert runner.main(["--executor", "slurm", "--set", "executor.partitoin=gpu"]) == 2
 
 
-def test_miiii_runs_as_local_jobs_equal_the_inline_runs(tmp_path, monkeypatch):
+def test_miiii_runs_as_local_jobs_equal_the_inline_runs(tmp_path, monkeypatch, run_context):
     """Notebook 11's runs (T_miiii and its λ = 0 baseline) trained by jobs into their folders,
     then loaded by the notebook as finished runs: the same histories and weights as inline."""
     from rt_lib.experiments.miiii import MiiiiParams, run
@@ -244,8 +243,7 @@ def test_miiii_runs_as_local_jobs_equal_the_inline_runs(tmp_path, monkeypatch):
     monkeypatch.setenv("RT_RESULTS", str(tmp_path / "inline"))
     inline = run(params)
     monkeypatch.setenv("RT_RESULTS", str(tmp_path / "local"))
-    for key, value in ex.to_env(LOCAL).items():
-        monkeypatch.setenv(key, value)
+    run_context(executor=ex.as_fields(LOCAL))
     local = run(params)
     assert list(local) == list(inline) == ["T_miiii", "T_miiii (λ = 0)"]
     stored = sorted(p.name for p in (tmp_path / "local").rglob("jobs/*.pt"))
@@ -257,7 +255,7 @@ def test_miiii_runs_as_local_jobs_equal_the_inline_runs(tmp_path, monkeypatch):
         assert torch.equal(local[label].result.model.W_E, r.result.model.W_E)
 
 
-def test_optuna_trial_batches_as_local_jobs_share_a_journal_file(tmp_path, monkeypatch):
+def test_optuna_trial_batches_as_local_jobs_share_a_journal_file(tmp_path, monkeypatch, run_context):
     """Notebook 14 under --executor local: batches of trials as jobs, each a worker of one study
     kept in Optuna's journal file (no database server); a rerun adds only what is missing."""
     import optuna
@@ -265,8 +263,7 @@ def test_optuna_trial_batches_as_local_jobs_share_a_journal_file(tmp_path, monke
     from rt_lib.experiments.miiii_search import SearchParams, run_until
 
     monkeypatch.setenv("RT_RESULTS", str(tmp_path / "results"))
-    for key, value in ex.to_env(LOCAL).items():
-        monkeypatch.setenv(key, value)
+    run_context(executor=ex.as_fields(LOCAL))
     journal = f"journal:{tmp_path / 'study.log'}"
     params = SearchParams(space={"lr": [1e-2, 3e-3]}, study_name="j", n_trials=3, storage=journal,
                           fixed={"p": 5, "epochs": 12, "eval_points": 2, "d_model": 8,

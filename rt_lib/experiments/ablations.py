@@ -9,7 +9,6 @@ its own notebook (02-04, 01) in a chosen profile, so the ablation is the only ch
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 

@@ -68,14 +68,14 @@ class GridParams(Params):
     and overrides the defaults (its CPU profile).  Every value is checked when the object is
     built (:class:`~rt_lib.params.Params`), before any work, naming the parameter."""
 
-    models: tuple[str, ...] = ("random transformer", "trained transformer", "trained LSTM")
+    models: tuple[str, ...] = ("random transformer", "trained transformer", "trained LSTM")  # also: "random LSTM"
     widths: tuple[int, ...] = (256,)  # d_model; Table 1 reports 16 and 1024
-    n_layers: int = 2  # (docs/papers.md, random transformers: model)
-    n_heads: int = 4  # (docs/papers.md, random transformers: model)
+    n_layers: int = 2  # depth of the transformer (docs/papers.md, random transformers: model)
+    n_heads: int = 4  # attention heads (docs/papers.md, random transformers: model)
     restarts: int = 1  # seeds per model and width
     batch_restarts: bool = False  # True: the restarts train as one stacked model (small models: faster on CPU)
     # small models gain (benchmarks/bench_all.py: 1.5-2.3x at width 16), long sequences lose
-    steps: int = 1000
+    steps: int = 1000  # optimiser steps for every model
     batch_size: int | None = None  # None = full batch (finite tasks only)
     lr: float = 1e-3  # docs/papers.md, random transformers: training
     lstm_lr: float = 5e-3  # the paper's LSTM learning rate
@@ -84,13 +84,13 @@ class GridParams(Params):
     trained_lr: float | None = None  # lr of the fully trained transformer; None = lr
     weight_decay: float = 1e-3  # on matrices only (docs/papers.md, random transformers: training)
     warmup_steps: int = 500  # docs/papers.md, random transformers: training
-    eval_every: int = 100
+    eval_every: int = 100  # steps between evaluations
     # Rows kept of each evaluation set (None: all of them).  A finite task evaluates its whole
     # training split too: at the paper's p = 199 that is 37,621 rows per evaluation, a
     # minute at width 1024 on a CPU, so the smoke test keeps the first rows of each set (a
     # random sample: the split is shuffled).  Declared by the notebooks of finite tasks; left
     # out of the printed parameters (notebook 06 prints them), being a smoke-test knob.
-    eval_rows: int | None = field(default=None, repr=False)  # rows kept per evaluation set, None for all (the smoke test caps them)
+    eval_rows: int | None = field(default=None, repr=False)  # rows per evaluation set; None: all
     seed: int = 0  # every restart's seed derives from this one
     threads: int | None = None  # torch threads (None: $RT_THREADS or 1)
     bf16: bool = False  # bf16 autocast of the forward pass
@@ -167,8 +167,10 @@ class GridParams(Params):
 class StreamGridParams(GridParams):
     """The CPU recipe the stream tasks share (needle 02, decimal addition 03, parentheses 04):
     three restarts of small batches at the random transformer's lr, each notebook adding its
-    task and steps (docs/scale.md says how each was chosen)."""
+    task, its fixed test set (``n_test``, ``test_seed``: declared by each task, whose fields come
+    first in the parameters' order) and its steps (docs/scale.md says how each was chosen)."""
 
+    SMOKE: ClassVar[dict[str, Any]] = GridParams.SMOKE | {"n_test": 32}
     restarts: int = 3  # seeds per model and width (paper: 10)
     batch_size: int | None = 64  # sequences per step (paper: 1,000)
     lr: float = 1e-2  # AdamW peak lr (paper: 1e-3)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import pandas as pd
 import torch
 from torch import nn
 
-from rt_lib.experiments.common import (GridParams, GridResult, StreamGridParams,
-                                       grid_step_shapes, run_task_grid)
+from rt_lib.experiments.common import (GridResult, StreamGridParams, grid_step_shapes,
+                                       run_task_grid)
 from rt_lib.pipeline.registry import Experiment
 from rt_lib.tasks import DecimalAddition
 from rt_lib.tasks.decimal import OUT_OFFSET, STOP
@@ -30,7 +30,6 @@ class DecimalParams(StreamGridParams):
     score_first_digit: bool = True  # False: the authors' loss, which never trains on the first sum digit
     n_test: int = 1000  # fixed test set (paper: 4,000); the training stream never repeats it
     test_seed: int = 0  # the draw of the test set
-    SMOKE: ClassVar[dict[str, Any]] = GridParams.SMOKE | {"n_test": 32}
     # The random transformer adds at width 512, not 256 or 128 (notebook 03 gives the search);
     # three restarts of three models at 512 do not fit the profile's time: 128 is the CPU width.
     widths: tuple[int, ...] = (16, 128)

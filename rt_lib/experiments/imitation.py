@@ -57,7 +57,6 @@ class ImitationParams(GridParams):
     warmup_steps: int = 30  # linear warm-up, then cosine to 0
     eval_every: int = 100  # steps between test evaluations
     restarts: int = 1  # seeds per imitator
-    weight_decay: float = 0.001  # (docs/papers.md, random transformers: training)
     seed: int = 0  # imitator and target seeds derive from this one
 
     def check(self) -> None:
@@ -164,7 +163,7 @@ def check_claims(metrics: pd.DataFrame, claims: Claims) -> None:
         parts.append(Verdict(HOLDS if max(trained) < 0.3 else NOT_SHOWN,
                              f"fully trained imitator at target {wide}: "
                              f"{', '.join(f'{v:.2f}' for v in trained)} (needs < 0.3)"))
-    claims.check("rt-fig6-imitation", f"KL ratio by target width (random): " + ", ".join(
+    claims.check("rt-fig6-imitation", "KL ratio by target width (random): " + ", ".join(
         f"{w}: {v:.2f}" for w, v in kl_table(rnd).set_index("target_width")["kl_ratio"].items()),
         every(parts), scale="imitator width 256, 10,000 steps (the paper profile)")
     claims.done()

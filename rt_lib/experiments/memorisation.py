@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 import pandas as pd
@@ -30,7 +30,7 @@ class MemorisationParams(GridParams):
     # "authors": [x, n + y] read at y, vocabulary 2n (hdmemorize_exp.py); "equals": [x, n + y, '=']
     # read at '=', vocabulary 2n + 1 (rt_lib/tasks/memorisation.py)
     layout: Literal["authors", "equals"] = "authors"  # authors: [x, n+y] read at y, vocab 2n; equals: [x, n+y, EQ] read at EQ
-    models: tuple[str, ...] = ("random transformer", "trained transformer")
+    models: tuple[str, ...] = ("random transformer", "trained transformer")  # the two of Table 3
     widths: tuple[int, ...] = (48,)  # d_model (paper: 128)
     steps: int = 1500  # optimiser steps (375 epochs)
     batch_size: int | None = 4096  # pairs per step; None: all pairs
@@ -42,7 +42,6 @@ class MemorisationParams(GridParams):
     eval_every: int = 150  # steps between evaluations on all pairs
     # The smoke test: the authors' batch of 32,768 cut to 1,024, the first 1,024 labels scored
     SMOKE: ClassVar[dict[str, Any]] = GridParams.SMOKE | {"batch_size": 1024, "eval_rows": 1024}
-    eval_rows: int | None = field(default=None, repr=False)  # rows kept per evaluation set, None for all (the smoke test caps them)
 
     def check_task(self) -> None:
         super().check_task()  # n

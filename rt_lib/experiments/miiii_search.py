@@ -21,7 +21,7 @@ import os
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import optuna
 import pandas as pd

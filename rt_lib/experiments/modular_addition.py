@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -37,10 +37,6 @@ class ModularAdditionParams(GridParams):
     trained_lr: float | None = 1e-3  # lr of the fully trained transformer: the paper's (None: lr)
     warmup_steps: int = 100  # linear warm-up, then cosine to 0 (paper: 500 of 50,000)
     eval_every: int = 100  # steps between evaluations of train and test accuracy
-    models: tuple[str, ...] = ("random transformer", "trained transformer", "trained LSTM")  # also: "random LSTM"
-    n_layers: int = 2  # depth of the transformer (docs/papers.md, random transformers: model)
-    n_heads: int = 4  # attention heads (docs/papers.md, random transformers: model)
-    eval_rows: int | None = field(default=None, repr=False)  # rows kept per evaluation set, None for all (the smoke test caps them)
 
     def task(self) -> FiniteTask:
         return modular_addition(self.p, self.train_fraction, self.split_seed)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from torch import Tensor, nn
 
 from rt_lib.analysis import attention_patterns, needle_head_scores
 from rt_lib.claims import Claims
-from rt_lib.experiments.common import (GridParams, GridResult, StreamGridParams,
-                                       grid_step_shapes, run_task_grid)
+from rt_lib.experiments.common import (GridResult, StreamGridParams, grid_step_shapes,
+                                       run_task_grid)
 from rt_lib.pipeline.registry import Experiment
 from rt_lib.experiments.reporting import check_solves
 from rt_lib.model import build_model
@@ -34,7 +34,6 @@ class NeedleParams(StreamGridParams):
     n_markers: int = 2  # marker tokens the keys are drawn from (paper: 30)
     n_test: int = 200  # fixed test set (paper: 4,000); the training stream never repeats it
     test_seed: int = 0  # the draw of the test set
-    SMOKE: ClassVar[dict[str, Any]] = GridParams.SMOKE | {"n_test": 32}
     widths: tuple[int, ...] = (16, 256)
     steps: int = 1000  # optimiser steps (paper: 10,000)
 

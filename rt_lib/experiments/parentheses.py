@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 import pandas as pd
 import torch
 from torch import nn
 
 from rt_lib import fast_paths
-from rt_lib.experiments.common import (GridParams, GridResult, StreamGridParams,
-                                       grid_step_shapes, run_task_grid)
+from rt_lib.experiments.common import (GridResult, StreamGridParams, grid_step_shapes,
+                                       run_task_grid)
 from rt_lib.pipeline.registry import Experiment
 from rt_lib.tasks import Parentheses
 from rt_lib.tasks.dyck import CLOSE, PAD
@@ -31,7 +31,6 @@ class ParenthesesParams(StreamGridParams):
     min_pairs: int = 6  # random strings have 2 min_pairs - 1 .. 2 max_pairs characters (paper: 1..60)
     n_test: int = 1000  # fixed test set (paper: 4,000); the training stream never repeats it
     test_seed: int = 0  # the draw of the test set
-    SMOKE: ClassVar[dict[str, Any]] = GridParams.SMOKE | {"n_test": 32}
     widths: tuple[int, ...] = (16, 256)
     steps: int = 650  # optimiser steps for every model (paper: 10,000)
     # "uniform": uniform Dyck words, left padding; "authors": their recursive generator (favours

@@ -45,7 +45,7 @@ class TinyStoriesParams(GridParams):
     CELL_OMITS: ClassVar[frozenset[str]] = frozenset({
         "batch_restarts", "lstm_lr", "lstm_steps", "trained_steps", "trained_lr", "eval_rows", "prompts"})
 
-    models: tuple[str, ...] = ("random transformer", "trained transformer")
+    models: tuple[str, ...] = ("random transformer", "trained transformer")  # the two of Figure 4
     widths: tuple[int, ...] = (32, 64, 128)  # d_model of both kinds (paper: 32 to 4096)
     # Widths at which only the random transformer trains: Figure 4's random curve carried on
     # where the fully trained model would cost too much on a CPU (--set random_widths=[256]).

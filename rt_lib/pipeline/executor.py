@@ -103,11 +103,6 @@ def as_fields(config: ExecutorConfig) -> dict[str, Any]:
     return asdict(config) | {"setup": list(config.setup)}
 
 
-def to_env(config: ExecutorConfig) -> dict[str, str]:
-    """The environment of a process started with ``config``: this run context with it."""
-    return context.current().with_(executor=as_fields(config)).to_env()
-
-
 def current() -> ExecutorConfig:
     """The executor this process was started with (``inline`` outside the runner)."""
     settings = dict(context.current().executor or {})

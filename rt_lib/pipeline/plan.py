@@ -19,17 +19,19 @@ from pathlib import Path
 
 import yaml
 
-from rt_lib.context import CONFIGS, DEFAULT_PROFILE, available_profiles, base_profile, is_smoke
-from rt_lib.context import default_results_root
+from rt_lib.context import (CONFIGS, DEFAULT_PROFILE, available_profiles, base_profile,
+                            default_results_root, is_smoke)
 from rt_lib.io import PROJECT_ROOT
 from rt_lib.pipeline.executor import ExecutorConfig, load_config
 from rt_lib.pipeline.registry import Experiment, folder_name, registry
+
 
 NOTEBOOKS = PROJECT_ROOT / "notebooks"  # $RT_NOTEBOOKS: another folder of numbered notebooks
 
 
 class RunError(ValueError):
     """A bad command line: raised before any notebook runs."""
+
 
 @dataclass(frozen=True)
 class Job:
@@ -43,11 +45,14 @@ class Job:
     def folder(self) -> str:
         return self.output_dir.name
 
+
 def notebooks_dir() -> Path:
     return Path(os.environ.get("RT_NOTEBOOKS", NOTEBOOKS))
 
+
 def available_notebooks() -> dict[str, Path]:
     return {p.stem: p for p in sorted(notebooks_dir().glob("[0-9][0-9]_*.ipynb"))}
+
 
 def select(only: list[str] | None) -> dict[str, Path]:
     books = available_notebooks()
@@ -60,6 +65,7 @@ def select(only: list[str] | None) -> dict[str, Path]:
             raise RunError(f"--only: no notebook {item!r}; available: {', '.join(books)}")
         chosen.update({m: books[m] for m in matches})
     return dict(sorted(chosen.items()))
+
 
 def covered(selected: dict[str, Path], profile: str, explicit: bool) -> dict[str, Path]:
     """The notebooks of ``selected`` that ``profile`` has a config for.  The CPU and paper
@@ -84,6 +90,7 @@ def covered(selected: dict[str, Path], profile: str, explicit: bool) -> dict[str
         raise RunError(f"--profile {profile}: configs/{profile}/ covers none of the notebooks")
     return have
 
+
 def parse_sets(pairs: list[str] | None) -> dict:
     out = {}
     for pair in pairs or []:
@@ -92,6 +99,7 @@ def parse_sets(pairs: list[str] | None) -> dict:
             raise RunError(f"--set expects key=value, got {pair!r}")
         out[key.strip()] = yaml.safe_load(value)
     return out
+
 
 def executor_config(kind: str, path: str | None, sets: dict) -> ExecutorConfig:
     """``--executor``'s settings: its config file, then the ``executor.<key>`` entries of
@@ -107,6 +115,7 @@ def executor_config(kind: str, path: str | None, sets: dict) -> ExecutorConfig:
     except ValueError as err:
         raise RunError(str(err)) from None
 
+
 @cache
 def needs() -> dict[str, frozenset[str]]:
     """{notebook: the notebooks whose results it reads}, as each experiment declares.
@@ -115,13 +124,22 @@ def needs() -> dict[str, frozenset[str]]:
     missing restarts or train fallbacks; 12, 13 and 15 would train 11's runs a second time)."""
     return {name: frozenset(e.reads) for name, e in registry().items() if e.reads}
 
-def recorded_seconds(path: Path) -> float:
-    """Wall time papermill recorded in a committed notebook (CPU profile); 60 s if none."""
+
+def recorded_duration(path: Path) -> float | None:
+    """Wall time papermill recorded in a notebook (a committed one: the CPU profile's run);
+    None when it records none."""
     try:
         meta = json.loads(path.read_text())["metadata"].get("papermill", {})
-        return float(meta.get("duration") or 60.0)
+        return float(meta["duration"]) if meta.get("duration") else None
     except (OSError, ValueError, KeyError):
-        return 60.0
+        return None
+
+
+def recorded_seconds(path: Path) -> float:
+    """:func:`recorded_duration`, 60 s if none (for the dispatch order)."""
+    seconds = recorded_duration(path)
+    return 60.0 if seconds is None else seconds
+
 
 def schedule(names: list[str]) -> tuple[dict[str, frozenset[str]], list[str]]:
     """({notebook: the given notebooks it reads}, the notebooks in dispatch order): longest
@@ -138,14 +156,17 @@ def schedule(names: list[str]) -> tuple[dict[str, frozenset[str]], list[str]]:
 
     return deps, sorted(names, key=lambda n: (-critical(n), n))
 
+
 def notebook_parameters(path: Path) -> set[str]:
     import papermill
 
     return set(papermill.inspect_notebook(str(path)))
 
+
 def experiment(name: str) -> Experiment | None:
     """The registered experiment of notebook ``name`` (None: a notebook without one)."""
     return registry().get(name)
+
 
 def default_parameters(path: Path) -> dict:
     """The values of a notebook's ``parameters`` cell (plain assignments), as it would run."""
@@ -155,6 +176,7 @@ def default_parameters(path: Path) -> dict:
     namespace: dict = {}
     exec(compile(source, f"{path.name}: parameters cell", "exec"), namespace)
     return {k: v for k, v in namespace.items() if not k.startswith("__")}
+
 
 def changes(name: str, path: Path, profile: str, injected: dict) -> dict:
     """Build the notebook's parameters as its own code does (its parameters cell, then what is
@@ -169,6 +191,7 @@ def changes(name: str, path: Path, profile: str, injected: dict) -> dict:
         return exp.changes(exp.params.from_namespace(namespace), profile)
     except (ValueError, TypeError, KeyError, FileNotFoundError) as err:
         raise RunError(f"{name}: {err}") from None
+
 
 def plan(profile: str, only: list[str] | None, sets: dict,
          results_root: Path | None = None) -> list[Job]:

@@ -3,13 +3,12 @@ a progress line against each notebook's last run."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 
 from rt_lib.context import DEFAULT_PROFILE
 from rt_lib.pipeline.manifest import Manifest
-from rt_lib.pipeline.plan import Job
+from rt_lib.pipeline.plan import Job, recorded_duration
 
 
 def clock(seconds: float) -> str:
@@ -18,16 +17,15 @@ def clock(seconds: float) -> str:
     h, rest = divmod(seconds, 3600)
     return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60}:{rest % 60:02d}"
 
+
 def expected_seconds(job: Job, manifest: Manifest | None, profile: str) -> float | None:
     """What ``job`` took last time: its manifest entry's wall time, else (CPU profile) the time
     papermill recorded in the committed notebook; None when neither says."""
     entry = manifest.entries.get(job.folder) if manifest is not None else None
     if entry is not None:
         return entry.wall_seconds
-    if profile == DEFAULT_PROFILE and job.notebook.is_file():
-        meta = json.loads(job.notebook.read_text())["metadata"].get("papermill", {})
-        return float(meta["duration"]) if meta.get("duration") else None
-    return None
+    return recorded_duration(job.notebook) if profile == DEFAULT_PROFILE else None
+
 
 def progress_line(running: dict[str, tuple[float, float | None]], done: int, total: int,
                   now: float) -> str:
@@ -42,6 +40,7 @@ def progress_line(running: dict[str, tuple[float, float | None]], done: int, tot
         else:
             parts.append(f"{name} {clock(spent)} (no earlier run to compare)")
     return f"    [{done}/{total} done] " + " | ".join(parts)
+
 
 class Ticker:
     """The progress line between "started" and "done": redrawn in place every second on a

@@ -37,6 +37,7 @@ def report_claims(folders: dict[str, Path]) -> None:
     for line in got.lines:
         print(f"  {line}")
 
+
 def report_footprints(profile: str, names: list[str], root: Path) -> None:
     """After a smoke test: peak memory and FLOPs of one step at ``profile``'s own batch, per
     training step of each notebook (:mod:`rt_lib.footprint`), printed and kept in
@@ -60,8 +61,10 @@ def report_footprints(profile: str, names: list[str], root: Path) -> None:
     print(f"  ({time.perf_counter() - start:.0f} s; {root / 'footprint.csv'}; "
           f"largest {table.peak_GiB.max():.1f} GiB against {_memory_bytes() / GIB:.0f} GiB here)")
 
+
 def _memory_bytes() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
 
 def list_runs() -> int:
     """--list: notebooks, profiles, and every run folder under the results roots; returns how
@@ -83,6 +86,7 @@ def list_runs() -> int:
             claim = f", claims held {run['claims']}" if run["claims"] else ""
             print(f"  {run['folder']:<44} {kind}{claim}")
     return n_damaged
+
 
 def build_site_of(root: Path, profile: str, executed: dict[str, Path],
                   picture: bool = False) -> None:

@@ -46,6 +46,7 @@ from rt_lib.pipeline.progress import Ticker, clock, expected_seconds, progress_l
 #: fails (the profiles' own cells may train for many minutes and have no limit).
 SMOKE_CELL_TIMEOUT = 900
 
+
 def execute(job: Job, output: Path, log_output: bool = False,
             cell_timeout: int | None = None) -> float:
     """Run one notebook with papermill into ``output`` (atomically); returns wall seconds."""
@@ -71,6 +72,7 @@ def execute(job: Job, output: Path, log_output: bool = False,
     stale.unlink(missing_ok=True)
     return time.perf_counter() - start
 
+
 def _die_with_parent() -> None:
     """Linux: ask the OS to SIGKILL this process when the runner dies (even by SIGKILL), so no
     orphan keeps training; its Jupyter kernel then exits by ipykernel's parent poller."""
@@ -82,6 +84,7 @@ def _die_with_parent() -> None:
     except (OSError, AttributeError):
         pass
 
+
 def _stacks_on_sigusr1() -> None:
     """``kill -USR1 <pid>`` prints where a stuck run is (every thread's stack, to stderr) and
     lets it go on.  Skipped where stderr is no file (e.g. captured by a test)."""
@@ -92,8 +95,10 @@ def _stacks_on_sigusr1() -> None:
     except (AttributeError, ValueError, OSError):  # io.UnsupportedOperation is an OSError
         pass
 
+
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
+
 
 def _child(job: Job, output: Path, log_output: bool, parent: int, key: str,
            profile: str, executor: dict[str, Any] | None) -> None:
@@ -121,11 +126,13 @@ def _child(job: Job, output: Path, log_output: bool, parent: int, key: str,
               file=sys.stderr, flush=True)
         sys.exit(1)
 
+
 @dataclass
 class Outcome:
     done: list[tuple[str, float]]  # (name, seconds) in finishing order
     skipped: list[str]  # up to date: not rerun
     failed: list[str]  # failed, or not run because a notebook it reads failed
+
 
 def run_jobs(jobs: list[Job], outputs: dict[str, Path], n_jobs: int, log_output: bool = False,
              manifest: Manifest | None = None, profile: str = DEFAULT_PROFILE,
@@ -224,7 +231,9 @@ def run_jobs(jobs: list[Job], outputs: dict[str, Path], n_jobs: int, log_output:
                 proc.kill()
     return out
 
+
 LOCK = ".run_all.lock"
+
 
 @contextlib.contextmanager
 def exclusive(root: Path) -> Iterator[None]:
@@ -256,6 +265,7 @@ def exclusive(root: Path) -> Iterator[None]:
             yield
         finally:
             lock.truncate(0)  # released: no pid left to name (one killed leaves its own)
+
 
 def remove_unfinished(folders: list[Path]) -> list[Path]:
     """Delete the temporary files that writes cut short by an interruption left in ``folders``

@@ -365,9 +365,11 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 
 
 def chromium() -> Path | None:
-    """Debian's Chromium (``$RT_CHROMIUM``, else /usr/bin/chromium), if it is there."""
-    path = Path(os.environ.get("RT_CHROMIUM") or "/usr/bin/chromium")
-    return path if path.is_file() and os.access(path, os.X_OK) else None
+    """The Chromium to draw with: ``$RT_CHROMIUM``, else ``chromium`` on the PATH (Debian's
+    package, as scripts/setup_browser.sh installs it); None when there is none."""
+    found = os.environ.get("RT_CHROMIUM") or shutil.which("chromium")
+    path = Path(found) if found else None
+    return path if path is not None and path.is_file() and os.access(path, os.X_OK) else None
 
 
 def picture(index: Path, png: Path, width: int = 1400, height: int = 1000,
@@ -381,7 +383,7 @@ def picture(index: Path, png: Path, width: int = 1400, height: int = 1000,
 
     browser_path = chromium()
     if browser_path is None:
-        raise FileNotFoundError("no Chromium at $RT_CHROMIUM or /usr/bin/chromium "
+        raise FileNotFoundError("no Chromium: set RT_CHROMIUM, or put chromium on the PATH "
                                 "(scripts/setup_browser.sh installs it, as root)")
     png.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(png) as tmp:
