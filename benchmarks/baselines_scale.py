@@ -45,8 +45,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from rt_lib.experiments import imitation, memorisation
-from rt_lib.tasks.memorisation import bits_net_of_chance
+from rt_lib.experiments import circuit_imitation, memorisation
+from rt_lib.tasks.random_labels import bits_net_of_chance
 
 
 def parse(argv: list[str]) -> dict:
@@ -95,10 +95,10 @@ def imitation_rows(steps: int, restarts: int, device: str, targets: list[int], m
     """(one row per run, every run's evaluations) of notebook 10's ``run`` at these settings;
     ``trained_lr`` None: the notebook's own (``ImitationParams.trained_lr``)."""
     lr = {} if trained_lr is None else {"trained_lr": trained_lr}
-    params = imitation.ImitationParams(models=tuple(models), target_widths=tuple(targets),
+    params = circuit_imitation.ImitationParams(models=tuple(models), target_widths=tuple(targets),
                                        steps=steps, restarts=restarts,
                                        eval_every=max(steps // 10, 1), device=device, **lr)
-    result = imitation.run(params)
+    result = circuit_imitation.run(params)
     m = result.metrics
     keys = list(zip(m["target_width"], m["model"], m["imitator_width"], m["restart"]))
     m["lr"] = [params.lr_of(k) for k in m["model"]]

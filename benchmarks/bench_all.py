@@ -88,24 +88,25 @@ def _miiii_cases(label: str, params, variants=None, lamb=None) -> dict[str, Call
 
 
 def cpu_cases() -> dict[str, Callable[[], Setup]]:
-    from rt_lib.experiments import (ablations, decimal_addition, imitation, memorisation,
-                                    modular_addition, needle, parentheses, tinystories)
-    from rt_lib.experiments.miiii import MiiiiParams
+    from rt_lib.experiments import (circuit_imitation, decimal_addition, embedding_ablations,
+                                    memorisation, modular_addition, needle_in_a_haystack,
+                                    parentheses, tinystories)
+    from rt_lib.experiments.miiii_training import MiiiiParams
     from rt_lib.experiments.miiii_search import SearchParams
     from rt_lib.experiments.random_miiii import RandomMiiiiParams
 
     cases = {}
     cases |= _grid_cases("01 modular p=59", modular_addition.ModularAdditionParams())
-    cases |= _grid_cases("02 needle", needle.NeedleParams())
+    cases |= _grid_cases("02 needle", needle_in_a_haystack.NeedleParams())
     cases |= _grid_cases("03 decimal", decimal_addition.DecimalParams())
     cases |= _grid_cases("04 parentheses", parentheses.ParenthesesParams())
     cases |= _grid_cases("05 memorisation", memorisation.MemorisationParams())
-    ab = ablations.AblationParams()
+    ab = embedding_ablations.AblationParams()
     for task in ab.tasks:
         cases |= _grid_cases(f"06 ablation {task}", ab.params_for(task))
     if os.environ.get("RT_TINYSTORIES"):
         cases |= _grid_cases("08 tinystories", tinystories.TinyStoriesParams())
-    cases |= _grid_cases("10 imitation", imitation.ImitationParams())
+    cases |= _grid_cases("10 imitation", circuit_imitation.ImitationParams())
     cases |= _miiii_cases("11 miiii p=37", MiiiiParams())
     search = SearchParams(fixed={"p": 11, "epochs": 1500})
     cases |= _miiii_cases("14 search trial p=11", search.trial_params({"d_model": 128, "n_heads": 4}))
@@ -167,16 +168,16 @@ def _plain_miiii(params) -> Setup:
 def paper_cases() -> dict[str, Callable[[], Setup]]:
     import yaml
 
-    from rt_lib.experiments import modular_addition, needle
+    from rt_lib.experiments import modular_addition, needle_in_a_haystack
     from rt_lib.experiments.common import model_config
-    from rt_lib.experiments.miiii import MiiiiParams
+    from rt_lib.experiments.miiii_training import MiiiiParams
     from rt_lib.model import build_model
 
     def paper(name: str) -> dict:
         return yaml.safe_load((HERE.parent / "configs" / "paper" / f"{name}.yaml").read_text())
 
     mod = modular_addition.ModularAdditionParams(**paper(modular_addition.NAME))
-    ndl = needle.NeedleParams(**paper(needle.NAME))
+    ndl = needle_in_a_haystack.NeedleParams(**paper(needle_in_a_haystack.NAME))
     mi = MiiiiParams(**paper("11_miiii_training"))
     cases: dict[str, Callable[[], Setup]] = {}
 
@@ -287,7 +288,7 @@ def restart_cases() -> dict[str, tuple[Callable, int | None]]:
     """{name: (builder of (task, model cfg, TrainConfig), batch)}: Table 1's narrow rows."""
     import yaml
 
-    from rt_lib.experiments import modular_addition, needle, parentheses
+    from rt_lib.experiments import modular_addition, needle_in_a_haystack, parentheses
     from rt_lib.experiments.common import model_config
 
     def paper(module) -> dict:
@@ -296,7 +297,7 @@ def restart_cases() -> dict[str, tuple[Callable, int | None]]:
     out = {}
     grid = [(module, cls, profile, width)
             for module, cls in ((modular_addition, modular_addition.ModularAdditionParams),
-                                (needle, needle.NeedleParams),
+                                (needle_in_a_haystack, needle_in_a_haystack.NeedleParams),
                                 (parentheses, parentheses.ParenthesesParams))
             for profile, width in (("paper", 16), ("cpu", 16), ("cpu", 128))]
     for module, cls, profile, width in grid:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rt_lib.experiments.miiii import MiiiiParams
+from rt_lib.experiments.miiii_training import MiiiiParams
 from rt_lib.train import train
 from rt_lib.verdicts import larger
 

@@ -25,7 +25,7 @@ import sys
 import time
 import typing
 
-from rt_lib.experiments.miiii import MiiiiParams
+from rt_lib.experiments.miiii_training import MiiiiParams
 from rt_lib.train import train
 
 CHECKPOINTS = (1500, 3000, 5000, 10000, 15000, 20000)  # epochs at which the heads are counted

@@ -55,7 +55,7 @@ import torch
 
 from rt_lib.experiments.common import GridParams, train_grid
 from rt_lib.experiments.modular_addition import ModularAdditionParams
-from rt_lib.experiments.needle import NeedleParams
+from rt_lib.experiments.needle_in_a_haystack import NeedleParams
 from rt_lib.experiments.parentheses import ParenthesesParams
 from rt_lib.tasks.base import Batch, FiniteTask, StreamTask
 

@@ -23,7 +23,7 @@ import torch
 from torch.func import functional_call, stack_module_state, vmap
 
 from rt_lib import fast_paths
-from rt_lib.experiments.miiii import MiiiiParams
+from rt_lib.experiments.miiii_training import MiiiiParams
 from rt_lib.model import build_model
 
 

@@ -1,5 +1,5 @@
-"""In a real browser (Playwright driving Debian's /usr/bin/chromium in headless mode, no browser
-download):
+"""In a real browser (Playwright driving Debian's chromium, or $RT_CHROMIUM, in headless mode, no
+browser download):
 
 - notebook 13's neuron explorer in JupyterLab, the notebook run with a tiny training profile
   injected by papermill: moving the neuron slider must change the rendered image;

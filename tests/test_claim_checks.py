@@ -89,7 +89,7 @@ def test_embedding_claims_are_not_shown_at_unequal_epochs_even_far_apart(tmp_pat
 
 
 def test_imitation_fails_on_the_narrow_target_and_needs_the_trained_baseline_for_the_wide_one(tmp_path):
-    from rt_lib.experiments.imitation import check_claims
+    from rt_lib.experiments.circuit_imitation import check_claims
 
     def metrics(rows):
         return pd.DataFrame([{"model": m, "target_width": t, "restart": 0, "imitator_width": 8,
@@ -129,7 +129,7 @@ def test_periodic_shares_separate_a_periodic_neuron_from_a_relu_of_a_sum():
 
 
 def test_table2_needs_every_ablation_short_somewhere_and_none_above_all_three(tmp_path):
-    from rt_lib.experiments.ablations import AblationParams, ablation_table, check_claims
+    from rt_lib.experiments.embedding_ablations import AblationParams, ablation_table, check_claims
     params = AblationParams(tasks=("needle", "parentheses"), restarts=3)
 
     def metrics(scores):  # {variant: (needle score, parentheses score)}
@@ -164,7 +164,7 @@ def test_subspace_one_checkpoint_a_side_is_not_shown_whatever_the_difference(res
 
 def test_needle_heads_of_models_no_better_than_untrained_ones_are_not_shown(tmp_path):
     from rt_lib.experiments.common import GridResult, model_config
-    from rt_lib.experiments.needle import UNTRAINED_SEEDS, check_claims
+    from rt_lib.experiments.needle_in_a_haystack import UNTRAINED_SEEDS, check_claims
     from rt_lib.model import build_model
     from rt_lib.tasks import NeedleInAHaystack
     task = NeedleInAHaystack(max_keys=2, min_keys=2, n_values=5, n_test=8)

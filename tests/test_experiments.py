@@ -6,7 +6,9 @@ import torch
 
 from rt_lib.analysis import attention_patterns, needle_head_scores
 from rt_lib.claims import Claims
-from rt_lib.experiments import ablations, decimal_addition, memorisation, needle, parentheses, table1
+from rt_lib.experiments import decimal_addition, memorisation, parentheses, table1
+from rt_lib.experiments import embedding_ablations as ablations
+from rt_lib.experiments import needle_in_a_haystack as needle
 from rt_lib.experiments.common import budget_status, model_config
 from rt_lib.experiments.modular_addition import ModularAdditionParams, run
 from rt_lib.experiments.reporting import median_of, results_table

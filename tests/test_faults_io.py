@@ -306,8 +306,8 @@ def test_subspace_names_a_damaged_metrics_file_and_a_damaged_checkpoint(results_
 
 
 def _snapshot_run(folder: Path) -> SimpleNamespace:
-    """What :func:`rt_lib.experiments.miiii.snapshot_models` reads of a run: its model's config
-    and its folder, with two weight snapshots saved as training saves them."""
+    """What :func:`rt_lib.experiments.miiii_training.snapshot_models` reads of a run: its model's
+    config and its folder, with two weight snapshots saved as training saves them."""
     cfg = TransformerConfig(d_vocab=7, n_ctx=2, d_model=16, n_heads=2)
     for step in (10, 20):
         atomic_save_torch({"step": step, "state_dict": build_model(cfg, step).state_dict()},
@@ -325,7 +325,7 @@ def _with_its_sha256(path: Path, raw: bytes) -> None:
 
 @pytest.mark.parametrize("damage", ["cut short", "cut short, its sha256 too", "not a snapshot"])
 def test_miiii_neurons_names_a_damaged_snapshot_of_notebook_11(damage, results_tmp):
-    from rt_lib.experiments.miiii import snapshot_models
+    from rt_lib.experiments.miiii_training import snapshot_models
 
     run = _snapshot_run(results_tmp / "11_miiii_training" / "runs" / "miiii_l0.5")
     assert sorted(snapshot_models(run)) == [10, 20]
@@ -393,7 +393,7 @@ def test_miiii_search_names_a_damaged_study_and_leaves_its_bytes(damage, results
 
 def test_a_damaged_parameters_file_of_notebook_11_is_named_by_its_readers(results_tmp,
                                                                           monkeypatch):
-    from rt_lib.experiments.miiii import explored_train_params
+    from rt_lib.experiments.miiii_training import explored_train_params
 
     monkeypatch.setattr("rt_lib.io._folders", {})
     monkeypatch.delenv("RT_RUN", raising=False)

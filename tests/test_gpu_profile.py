@@ -11,7 +11,7 @@ import pytest
 
 from rt_lib.pipeline import runner
 from rt_lib.pipeline import plan as planning
-from rt_lib.experiments import miiii
+from rt_lib.experiments import miiii_training
 from rt_lib.pipeline.registry import registry
 from rt_lib.context import CONFIGS
 from rt_lib.io import PROJECT_ROOT
@@ -41,10 +41,10 @@ def test_the_gpu_profiles_readers_read_its_own_runs():
     jobs = {job.name: job for job in runner.plan("gpu", None, {})}
     assert {"01_modular_addition", "02_needle_in_a_haystack", "03_decimal_addition",
             "04_parentheses"} <= set(jobs)  # what 07 reads
-    main = miiii.MiiiiParams(**jobs[miiii.NAME].parameters)
+    main = miiii_training.MiiiiParams(**jobs[miiii_training.NAME].parameters)
     for job in jobs.values():
         if "train_params" in job.parameters:
-            again = miiii.training_params(job.parameters["train_params"], ("miiii",))
+            again = miiii_training.training_params(job.parameters["train_params"], ("miiii",))
             key = main.run_key("miiii", main.grokfast_lambda)
             assert again.run_key("miiii", main.grokfast_lambda) == key, job.name
 
@@ -90,7 +90,7 @@ def test_the_gpu_profile_smoke_test_runs_end_to_end(tmp_path):
     for name in COVERED:
         assert (root / name / f"{name}.ipynb").exists() and (root / name / "claims.csv").exists()
     # T_miiii, its lambda = 0 and dropout-0 runs: 13 read the first instead of training another
-    assert len(list((root / miiii.NAME / "runs").glob("*/last.pt"))) == 3
+    assert len(list((root / miiii_training.NAME / "runs").glob("*/last.pt"))) == 3
 
 
 def test_measured_gpu_hours_are_the_step_times_steps_and_runs_and_blank_elsewhere():

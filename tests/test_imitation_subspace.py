@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from rt_lib.experiments.common import run_task_grid
-from rt_lib.experiments.imitation import ImitationParams, run
+from rt_lib.experiments.circuit_imitation import ImitationParams, run
 from rt_lib.experiments.modular_addition import ModularAdditionParams
 from rt_lib.experiments.subspace import (SubspaceParams, checkpoint_widths, common_width, load_or_train,
                                          subspace_rows)

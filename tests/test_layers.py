@@ -54,7 +54,7 @@ def test_the_core_imports_nothing_from_the_pipeline_or_the_experiments():
 @pytest.mark.parametrize("source", [
     "from rt_lib.pipeline.registry import Experiment\n",
     "def f():\n    from rt_lib.pipeline import runner\n",  # a lazy import counts too
-    "import rt_lib.experiments.miiii\n",
+    "import rt_lib.experiments.miiii_training\n",
     "from rt_lib import pipeline\n",
     "from .pipeline.site import SITE\n",
 ])
@@ -74,3 +74,29 @@ def test_a_core_import_is_not(source):
 def test_a_relative_import_is_resolved_against_the_files_package():
     assert (1, "rt_lib.tasks.base") in imported(ROOT / "tasks" / "probe.py", "from .base import Task\n")
     assert (1, "rt_lib.model") in imported(ROOT / "tasks" / "probe.py", "from ..model import x\n")
+
+
+def test_each_experiment_module_is_named_after_its_notebook():
+    # docs/development.md: rt_lib/experiments/<notebook name without its number>.py, so that a
+    # reader finds notebook 11's code in miiii_training.py without a search
+    import importlib
+    import pkgutil
+
+    import rt_lib.experiments as package
+
+    named = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        experiment = getattr(importlib.import_module(f"{package.__name__}.{info.name}"),
+                             "EXPERIMENT", None)
+        if experiment is not None:
+            named[info.name] = experiment.name
+    assert len(named) == len(list((ROOT.parent / "notebooks").glob("[0-9][0-9]_*.ipynb")))
+    wrong = {module: notebook for module, notebook in named.items()
+             if notebook.split("_", 1)[1] != module}
+    assert not wrong, f"modules not named after their notebook: {wrong}"
+
+
+def test_no_module_name_is_both_a_task_and_an_experiment():
+    tasks = {p.stem for p in (ROOT / "tasks").glob("*.py")} - {"__init__"}
+    experiments = {p.stem for p in (ROOT / "experiments").glob("*.py")} - {"__init__"}
+    assert not tasks & experiments

@@ -128,7 +128,7 @@ def test_grokfast_rejects_bad_settings():
 
 
 def test_a_miiii_run_is_resumed_not_retrained(results_tmp):
-    from rt_lib.experiments.miiii import MiiiiParams, generalisation_table, run, runs_to_do
+    from rt_lib.experiments.miiii_training import MiiiiParams, generalisation_table, run, runs_to_do
 
     params = MiiiiParams(p=7, variants=("miiii",), d_model=16, n_heads=2, epochs=30,
                          eval_points=5, n_snapshots=3, train_fraction=0.6, dropout_zero=True)
@@ -154,7 +154,7 @@ def test_a_miiii_run_is_resumed_not_retrained(results_tmp):
 
 
 def test_miiii_parameters_are_checked():
-    from rt_lib.experiments.miiii import MiiiiParams
+    from rt_lib.experiments.miiii_training import MiiiiParams
 
     with pytest.raises(ValueError, match="must be a prime"):
         MiiiiParams(p=15)
@@ -171,7 +171,7 @@ def test_miiii_parameters_are_checked():
 def test_full_epoch_variants_get_t_miiiis_epochs_under_the_same_run_key():
     from dataclasses import replace
 
-    from rt_lib.experiments.miiii import MiiiiParams
+    from rt_lib.experiments.miiii_training import MiiiiParams
 
     params = MiiiiParams(epochs=300, baseline_epochs=20, full_epoch_variants=("masked",))
     assert [params.epochs_for(v, lamb) for v, lamb in
@@ -190,7 +190,7 @@ def _fake_run(variant, lamb, generalise_at, epochs=1000, dropout=None):
     at chance); train accuracy 1 from epoch 100."""
     import pandas as pd
 
-    from rt_lib.experiments.miiii import MiiiiRun
+    from rt_lib.experiments.miiii_training import MiiiiRun
     from rt_lib.train import TrainConfig, TrainResult
 
     task = miiii_task(17, variant, train_fraction=0.5)
@@ -209,7 +209,7 @@ def _fake_run(variant, lamb, generalise_at, epochs=1000, dropout=None):
 
 def test_miiii_claims_read_the_baselines_at_equal_epochs(tmp_path):
     from rt_lib.claims import Claims
-    from rt_lib.experiments.miiii import MiiiiParams, check_claims, generalisation_table
+    from rt_lib.experiments.miiii_training import MiiiiParams, check_claims, generalisation_table
 
     every = {2: 300, 3: 300, 5: 500, 7: 500, 11: 700, 13: 700}
     runs = {"T_miiii": _fake_run("miiii", 2.0, every),
@@ -247,7 +247,7 @@ def test_miiii_comparisons_use_the_benchmarks_seed_noise(tmp_path):
     CPU profile's settings: a lead beyond twice the noise holds, a tie is not shown, the reverse
     fails; other settings or another epoch have no noise to judge by."""
     from rt_lib.claims import Claims
-    from rt_lib.experiments.miiii import (MiiiiParams, check_claims, generalisation_table,
+    from rt_lib.experiments.miiii_training import (MiiiiParams, check_claims, generalisation_table,
                                           seed_noise)
 
     params = MiiiiParams()  # the CPU profile's settings

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from rt_lib.pipeline import runner
-from rt_lib.experiments import miiii as mi
+from rt_lib.experiments import miiii_training as mi
 from rt_lib.experiments.miiii_embeddings import EmbeddingParams
 from rt_lib.experiments.miiii_neurons import NeuronParams
 from rt_lib.experiments.random_miiii import RandomMiiiiParams

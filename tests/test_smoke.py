@@ -11,7 +11,7 @@ import pytest
 from torch.utils.flop_counter import FlopCounterMode
 
 from rt_lib.pipeline import runner
-from rt_lib.experiments import miiii
+from rt_lib.experiments import miiii_training
 from rt_lib.experiments.common import GridParams
 from rt_lib.pipeline.registry import registry
 from rt_lib.footprint import StepShape, measure, on_meta
@@ -74,10 +74,10 @@ def test_smoke_cuts_the_long_notebooks_to_a_handful_of_steps(plans):
 
 def test_smoke_readers_ask_for_notebook_11s_smoke_runs(plans):
     _, smoke = plans
-    main = miiii.MiiiiParams(**smoke[miiii.NAME].parameters)
+    main = miiii_training.MiiiiParams(**smoke[miiii_training.NAME].parameters)
     for job in smoke.values():
         if "train_params" in job.parameters:
-            again = miiii.training_params(job.parameters["train_params"], ("miiii",))
+            again = miiii_training.training_params(job.parameters["train_params"], ("miiii",))
             assert again.run_key("miiii", main.grokfast_lambda) == \
                 main.run_key("miiii", main.grokfast_lambda), job.name
 
@@ -146,9 +146,9 @@ def test_a_cheap_step_is_measured_in_a_process_of_its_own():
 def test_the_footprint_table_is_written_and_printed(tmp_path, capsys):
     """What a smoke run ends with (``--no-footprints`` leaves it out, as the run below does: the
     whole table takes minutes of both cores): here for notebook 11's one step."""
-    runner.report_footprints("paper", [miiii.NAME], tmp_path)
+    runner.report_footprints("paper", [miiii_training.NAME], tmp_path)
     table = (tmp_path / "footprint.csv").read_text().splitlines()
-    assert len(table) == 2 and table[1].startswith(f"{miiii.NAME},")
+    assert len(table) == 2 and table[1].startswith(f"{miiii_training.NAME},")
     out = capsys.readouterr().out
     assert "one training step at the paper profile's batch" in out and "GFLOP/step" in out
 

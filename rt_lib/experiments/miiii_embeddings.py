@@ -1,8 +1,8 @@
 """Experiment 12: what miiii's embeddings learned (Syrkis & Søgaard 2024, §4.1, Figs. 7-13).
 
-Analyses notebook 11's runs: it asks :func:`rt_lib.experiments.miiii.run` for the same training
-settings (``train_params``: the values notebook 11 was given), which loads the finished runs, or
-trains them if notebook 11 has not run.
+Analyses notebook 11's runs: it asks :func:`rt_lib.experiments.miiii_training.run` for the same
+training settings (``train_params``: the values notebook 11 was given), which loads the finished
+runs, or trains them if notebook 11 has not run.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ import pandas as pd
 
 from rt_lib import fourier
 from rt_lib.claims import Claims
-from rt_lib.experiments.miiii import NAME as TRAINING
-from rt_lib.experiments.miiii import MiiiiParams, MiiiiRun, smoke_train_params, training_params
+from rt_lib.experiments.miiii_training import NAME as TRAINING
+from rt_lib.experiments.miiii_training import (MiiiiParams, MiiiiRun, smoke_train_params,
+                                               training_params)
 from rt_lib.pipeline.registry import Experiment
 from rt_lib.params import Params
 from rt_lib.verdicts import HOLDS, NOT_SHOWN, Verdict, beyond_noise, every, larger

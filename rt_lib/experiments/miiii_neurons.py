@@ -16,8 +16,8 @@ from torch import nn
 
 from rt_lib import fourier
 from rt_lib.claims import Claims
-from rt_lib.experiments.miiii import NAME as TRAINING
-from rt_lib.experiments.miiii import MiiiiParams, smoke_train_params, training_params
+from rt_lib.experiments.miiii_training import NAME as TRAINING
+from rt_lib.experiments.miiii_training import MiiiiParams, smoke_train_params, training_params
 from rt_lib.pipeline.registry import Experiment
 from rt_lib.model import build_model
 from rt_lib.params import Params

@@ -31,7 +31,7 @@ from rt_lib.claims import Claims
 from rt_lib.pipeline.executor import Job, current as current_executor, run_jobs
 from rt_lib.seeding import default_jobs
 from rt_lib.pipeline.resume import resume_dir
-from rt_lib.experiments.miiii import MiiiiParams
+from rt_lib.experiments.miiii_training import MiiiiParams
 from rt_lib.pipeline.registry import Experiment
 from rt_lib.io import damaged, results_dir
 from rt_lib.params import Params
@@ -216,7 +216,7 @@ def finished(study: optuna.Study) -> int:
 
 def step_shapes(params: SearchParams) -> list:
     """The costliest corner of the space (widest, most heads, rt_lib.footprint), for every trial."""
-    from rt_lib.experiments.miiii import step_shapes as miiii_shapes
+    from rt_lib.experiments.miiii_training import step_shapes as miiii_shapes
 
     corner = {k: max(v) for k, v in params.space.items() if k in ("d_model", "n_heads")}
     trial = params.trial_params(corner)

@@ -14,8 +14,9 @@ from typing import Any
 import pandas as pd
 
 from rt_lib.claims import Claims
-from rt_lib.experiments import miiii
-from rt_lib.experiments.miiii import MiiiiParams, MiiiiRun, smoke_train_params, training_params
+from rt_lib.experiments import miiii_training
+from rt_lib.experiments.miiii_training import (MiiiiParams, MiiiiRun, smoke_train_params,
+                                               training_params)
 from rt_lib.pipeline.registry import Experiment
 from rt_lib.params import Params, check_positive_ints
 from rt_lib.verdicts import bool_verdict, larger
@@ -62,14 +63,14 @@ class RandomMiiiiParams(Params):
 
 def step_shapes(params: RandomMiiiiParams) -> list:
     """The widest random transformer on T_miiii (the trained runs are notebook 11's)."""
-    shapes = [s for w in params.widths for s in miiii.step_shapes(params.random(w))]
+    shapes = [s for w in params.widths for s in miiii_training.step_shapes(params.random(w))]
     widest = max(params.widths)
     runs = sum((w / widest) ** 2 for w in params.widths) * len(params.variants)
     return [replace(shapes[-1], label=f"random {shapes[-1].label}", runs=runs)]
 
 
 EXPERIMENT = Experiment(
-    NAME, RandomMiiiiParams, reads=(miiii.NAME,), step_shapes=step_shapes,
+    NAME, RandomMiiiiParams, reads=(miiii_training.NAME,), step_shapes=step_shapes,
     title="the random transformer on miiii's tasks (beyond both papers)",
     not_shown_on_cpu={
         "random-solves-fewer-heads-d128": (
@@ -83,10 +84,10 @@ def run(params: RandomMiiiiParams) -> dict[str, MiiiiRun]:
     labelled ``<model> · T_<variant>``."""
     out: dict[str, MiiiiRun] = {}
     trained = params.trained()
-    for r in miiii.run(trained).values():  # notebook 11's runs: reuses them when finished
+    for r in miiii_training.run(trained).values():  # notebook 11's runs: reuses them when finished
         out[f"trained (d={trained.d_model}) · T_{r.variant}"] = r
     for width in params.widths:
-        for r in miiii.run(params.random(width), name=NAME).values():
+        for r in miiii_training.run(params.random(width), name=NAME).values():
             out[f"random (d={width}) · T_{r.variant}"] = r
     return out
 

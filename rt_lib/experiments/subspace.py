@@ -35,7 +35,7 @@ from rt_lib.experiments.common import GridParams, load_checkpoint, train_grid
 from rt_lib.experiments.decimal_addition import DecimalParams
 from rt_lib.experiments.memorisation import MemorisationParams
 from rt_lib.experiments.modular_addition import ModularAdditionParams
-from rt_lib.experiments.needle import NeedleParams
+from rt_lib.experiments.needle_in_a_haystack import NeedleParams
 from rt_lib.experiments.parentheses import ParenthesesParams
 from rt_lib.pipeline.registry import Experiment
 from rt_lib.experiments.tinystories import TinyStoriesParams

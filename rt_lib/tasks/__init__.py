@@ -6,7 +6,8 @@ from rt_lib.tasks.decimal import DecimalAddition
 from rt_lib.tasks.dyck import Parentheses
 from rt_lib.tasks.imitation import CircuitImitation, imitation_target
 from rt_lib.tasks.language import LanguageModelling
-from rt_lib.tasks.memorisation import MemorisationTask, bits_memorised, bits_net_of_chance, memorisation
+from rt_lib.tasks.random_labels import (MemorisationTask, bits_memorised, bits_net_of_chance,
+                                        memorisation)
 from rt_lib.tasks.needle import NeedleInAHaystack
 from rt_lib.primes import is_prime, primes_below
 

@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from rt_lib.claims import Claims
-from rt_lib.experiments import decimal_addition, modular_addition, needle, parentheses
+from rt_lib.experiments import decimal_addition, modular_addition, needle_in_a_haystack, parentheses
 from rt_lib.experiments.common import MODEL_KINDS, GridParams, GridResult
 from rt_lib.pipeline.registry import Experiment
 from rt_lib.context import DEFAULT_PROFILE, SMOKE, available_profiles, base_profile, is_smoke
@@ -28,7 +28,7 @@ NAME = "06_embedding_ablations"
 #: task -> (its notebook's module, parameter class, task constructor)
 TASKS = {
     "modular addition": (modular_addition, modular_addition.ModularAdditionParams),
-    "needle": (needle, needle.NeedleParams),
+    "needle": (needle_in_a_haystack, needle_in_a_haystack.NeedleParams),
     "decimal addition": (decimal_addition, decimal_addition.DecimalParams),
     "parentheses": (parentheses, parentheses.ParenthesesParams),
 }
