@@ -6,7 +6,7 @@ loads its runs: the same training settings, ``train_params``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -17,7 +17,8 @@ from torch import nn
 from rt_lib import fourier
 from rt_lib.claims import Claims
 from rt_lib.experiments.miiii_training import NAME as TRAINING
-from rt_lib.experiments.miiii_training import MiiiiParams, smoke_train_params, training_params
+from rt_lib.experiments.miiii_training import (MiiiiParams, MiiiiRun, run, smoke_train_params,
+                                               training_params)
 from rt_lib.pipeline.registry import Experiment
 from rt_lib.model import build_model
 from rt_lib.params import Params
@@ -35,6 +36,10 @@ class NeuronParams(Params):
     k_std: float = 1.0  # active: power > mean + k_std * std (code 1, paper text 2)
     n_neurons: int = 6  # neurons shown in the static figure (largest variance)
     n_top: int = 3  # top frequency pairs listed per neuron
+    # T_<variant> seeds whose final models are compared with untrained ones: three a side (a
+    # margin over seeds, not over one model's neurons); the seed of notebook 11's run is read,
+    # the others trained here with its recipe
+    trained_seeds: tuple[int, ...] = (0, 1, 2)  # trained models compared with untrained ones
 
     @classmethod
     def smoke_config(cls, config: dict[str, Any]) -> dict[str, Any]:
@@ -48,6 +53,9 @@ class NeuronParams(Params):
             value = getattr(self, name)
             if value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if not self.trained_seeds or len(set(self.trained_seeds)) != len(self.trained_seeds):
+            raise ValueError(f"trained_seeds must be distinct seeds, at least one, got "
+                             f"{list(self.trained_seeds)!r}")
         self.training()
 
     def training(self) -> MiiiiParams:
@@ -115,6 +123,23 @@ def readout_strength(model: nn.Module) -> np.ndarray:
 UNTRAINED_SEEDS = (100, 101, 102)  # the baseline's initialisations, apart from the run's seed
 
 
+def trained_models(params: NeuronParams, main: MiiiiRun) -> dict[int, nn.Module]:
+    """{seed: final model (eval, CPU)} of T_<variant> for every seed of ``trained_seeds``: the seed
+    of notebook 11's run is ``main``; each other is trained (or resumed, or reused) in this
+    notebook's folder with notebook 11's recipe, only its one run."""
+    training = params.training()
+    out = {}
+    for seed in params.trained_seeds:
+        if seed == training.seed:
+            out[seed] = main.result.model.eval()
+            continue
+        own = replace(training, seed=seed, variants=(params.variant,), lambda_zero=False,
+                      dropout_zero=False)
+        runs = run(own, name=NAME)
+        out[seed] = next(r for r in runs.values() if r.variant == params.variant).result.model.eval()
+    return out
+
+
 def periodic_shares(grid: np.ndarray, n_neurons: int, n_top: int) -> list[float]:
     """For the ``n_neurons`` strongest neurons of ``grid``: the share of each one's 2-D spectral
     power (zero frequency left out) in its ``n_top`` strongest frequency pairs."""
@@ -123,22 +148,35 @@ def periodic_shares(grid: np.ndarray, n_neurons: int, n_top: int) -> list[float]
             for n in strongest_neurons(grid, n_neurons)]
 
 
+def model_share(model: nn.Module, p: int, params: NeuronParams) -> float:
+    """One model's periodicity: the median over its ``n_neurons`` strongest neurons of
+    :func:`periodic_shares` (the model, not the neuron, is the unit the seeds repeat)."""
+    return float(np.median(periodic_shares(fourier.neuron_grid(model, p), params.n_neurons,
+                                           params.n_top)))
+
+
 def check_claims(table: pd.DataFrame, authors: pd.DataFrame, grids: dict[int, np.ndarray],
-                 model: nn.Module, p: int, params: NeuronParams, claims: Claims) -> None:
-    """Record notebook 13's claims.  Periodic neurons against the same statistic of untrained
-    models of the same shape (seeds :data:`UNTRAINED_SEEDS`): an untrained ReLU neuron over
-    u[x1] + v[x0] + c is already far from a uniform spectrum, so the trained strongest neurons'
-    shares must lie above every untrained strongest neuron's.  The authors' count of active
+                 trained: dict[int, nn.Module], p: int, params: NeuronParams,
+                 claims: Claims) -> None:
+    """Record notebook 13's claims.  Periodic neurons: each trained model of ``trained`` (a seed
+    each) against untrained models of the same shape (seeds :data:`UNTRAINED_SEEDS`), one value
+    per model (:func:`model_share`): an untrained ReLU neuron over u[x1] + v[x0] + c is already
+    far from a uniform spectrum, so every trained model's share must lie above every untrained
+    one's (ranges apart, three a side; one model's neurons move with the platform's rounding).  The authors' count of active
     frequencies must rise over training (neuron 0, k = 1: the mean over the last third of the
     snapshots above the first third's).  Ours: the share of the MLP's power combining both
     digits goes from below 0.1 to above 0.3."""
-    trained = periodic_shares(grids[max(grids)], params.n_neurons, params.n_top)
-    untrained = [s for seed in UNTRAINED_SEEDS for s in periodic_shares(
-        fourier.neuron_grid(build_model(model.cfg, seed).eval(), p), params.n_neurons, params.n_top)]
-    claims.check("mi-neurons-periodic", f"power share of the top {params.n_top} frequency pairs of "
-                 f"the {params.n_neurons} strongest neurons: trained "
-                 f"{', '.join(f'{s:.2f}' for s in trained)}; untrained (3 seeds) "
-                 f"{min(untrained):.2f}-{max(untrained):.2f}", larger(trained, untrained),
+    cfg = next(iter(trained.values())).cfg
+    ours = {seed: model_share(m, p, params) for seed, m in trained.items()}
+    untrained = {seed: model_share(build_model(cfg, seed).eval(), p, params)
+                 for seed in UNTRAINED_SEEDS}
+    claims.check("mi-neurons-periodic", f"median power share of the top {params.n_top} frequency "
+                 f"pairs over each model's {params.n_neurons} strongest neurons: trained "
+                 f"{', '.join(f'{s:.2f}' for s in ours.values())} (seeds "
+                 f"{', '.join(map(str, ours))}); untrained "
+                 f"{', '.join(f'{s:.2f}' for s in untrained.values())} (seeds "
+                 f"{', '.join(map(str, untrained))})",
+                 larger(list(ours.values()), list(untrained.values())),
                  scale="p = 113 (the paper profile)")
     column = "active, neuron 0 (k = 1)"
     early, late = thirds(authors[column])

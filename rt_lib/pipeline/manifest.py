@@ -26,6 +26,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from rt_lib.fingerprint import this_platform
 from rt_lib.io import PROJECT_ROOT, atomic_write_text, sha256_file
 
 FILENAME = "manifest.json"
@@ -103,9 +104,14 @@ class Entry:
     wall_seconds: float
     finished: str  # UTC, ISO 8601
     files: dict[str, dict[str, Any]] = field(default_factory=dict)  # path -> sha256, bytes
+    # the numeric platform it ran on (rt_lib.fingerprint); {} in entries written before it was
+    platform: dict[str, Any] = field(default_factory=dict)
 
     def digest(self) -> str:
-        return _sha256_json(asdict(self))
+        fields = asdict(self)
+        if not fields["platform"]:  # an entry from before the field keeps its hash
+            del fields["platform"]
+        return _sha256_json(fields)
 
 
 def describe(folder: Path, root: Path) -> dict[str, dict[str, Any]]:
@@ -180,7 +186,7 @@ class Manifest:
         entry = Entry(key=key, profile=profile, parameters=parameters, commit=git_commit(),
                       wall_seconds=round(wall_seconds, 2),
                       finished=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                      files=describe(folder, self.root))
+                      files=describe(folder, self.root), platform=this_platform())
         self.entries[name] = entry
         self.save()
         return entry

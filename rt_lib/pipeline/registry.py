@@ -165,16 +165,19 @@ def registry() -> dict[str, Experiment]:
 
 def runs(root: Path | None = None) -> list[dict[str, Any]]:
     """Every run folder under a results root: name, whether it is a profile's own run, the
-    changes of an exploration run, its claims (held / checked), and ``damaged``: None, or the
-    error naming a ``parameters.yaml`` or ``claims.csv`` that does not read and the notebook to
-    rerun (one damaged run does not hide the others)."""
+    changes of an exploration run, its claims (held / checked), ``failed``: None, or the
+    executed notebook its last run left failed (``<name>.failed.ipynb``: that run did not finish,
+    whatever the claims it recorded before failing), and ``damaged``: None, or the error naming a
+    ``parameters.yaml`` or ``claims.csv`` that does not read and the notebook to rerun (one
+    damaged run does not hide the others)."""
     from rt_lib import claims
 
     root = root or results_root()
     out = []
     for folder in sorted(p for p in root.glob("[0-9][0-9]_*") if p.is_dir()):
         run = {"folder": folder.name, "exploration": "+" in folder.name, "changes": {},
-               "claims": None, "damaged": None}
+               "claims": None, "damaged": None,
+               "failed": next((str(f) for f in sorted(folder.glob("*.failed.ipynb"))), None)}
         try:
             if (folder / PARAMETERS_FILE).exists():
                 run["changes"] = read_yaml_result(folder / PARAMETERS_FILE).get("changes", {})

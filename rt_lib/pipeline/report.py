@@ -69,7 +69,10 @@ def _memory_bytes() -> int:
 def list_runs() -> int:
     """--list: notebooks, profiles, and every run folder under the results roots; returns how
     many runs have a damaged record (each listed with the file and the notebook to rerun)."""
+    from rt_lib.fingerprint import status_line
+
     print("notebooks:", ", ".join(available_notebooks()))
+    print(status_line())
     print("profiles: ", ", ".join(available_profiles()))
     base = default_results_root()
     n_damaged = 0
@@ -84,6 +87,10 @@ def list_runs() -> int:
                 print(f"  {run['folder']:<44} {kind}, DAMAGED: {run['damaged']}")
                 continue
             claim = f", claims held {run['claims']}" if run["claims"] else ""
+            if run["failed"]:  # what it recorded before failing is not the run's outcome
+                print(f"  {run['folder']:<44} {kind}, FAILED (its last run: {run['failed']})"
+                      f"{claim.replace('claims held', 'claims recorded before it failed held')}")
+                continue
             print(f"  {run['folder']:<44} {kind}{claim}")
     return n_damaged
 

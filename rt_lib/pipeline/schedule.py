@@ -68,9 +68,23 @@ def execute(job: Job, output: Path, log_output: bool = False,
             # notebooks that ran through.
             os.replace(tmp, job.output_dir / f"{job.name}.failed.ipynb")
             raise
+        stamp_platform(tmp)
     stale = job.output_dir / f"{job.name}.failed.ipynb"
     stale.unlink(missing_ok=True)
     return time.perf_counter() - start
+
+
+def stamp_platform(path: Path) -> None:
+    """Write this process's numeric platform (:func:`rt_lib.fingerprint.fingerprint`; the
+    notebook's kernel inherited its environment) into an executed notebook's metadata: the test
+    command compares a committed notebook bit for bit only on a platform that matches it."""
+    import nbformat
+
+    from rt_lib.fingerprint import METADATA_KEY, fingerprint
+
+    nb = nbformat.read(str(path), as_version=nbformat.NO_CONVERT)
+    nb.metadata[METADATA_KEY] = fingerprint()
+    nbformat.write(nb, str(path))
 
 
 def _die_with_parent() -> None:
