@@ -120,14 +120,25 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # nbval: bit for bit where this machine's numeric platform matches the recording's, else the
+    # portable comparison (rt_lib/portable.py); RT_PLATFORM=strict|portable forces one
+    from rt_lib.portable import install
+
+    config.rt_comparison_line = install(config)
     config.addinivalue_line("markers", "fault: a fault case (bad input, interruption, damaged "
                                        "file); counted in the summary line")
     config.addinivalue_line("markers", "long: a test of minutes (an end-to-end run): its module "
                                        "is handed out before the other unit tests")
 
 
+def pytest_report_header(config: pytest.Config) -> str | None:
+    return getattr(config, "rt_comparison_line", "") or None
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
-    """One line: how many fault cases ran and passed (issue 7's report)."""
+    """One line: how many fault cases ran and passed; which way the notebooks were compared."""
+    if getattr(config, "rt_comparison_line", ""):
+        terminalreporter.write_line(config.rt_comparison_line)
     counts = {}
     for category in ("passed", "failed", "error", "skipped"):
         reports = [r for r in terminalreporter.stats.get(category, [])

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Set up (.venv + pinned dependencies) and run every test: the rt_lib unit tests and nbval
-# regression runs of every committed notebook (outputs compared after tests/nbval_sanitize.cfg).
+# regression runs of every committed notebook.  Notebooks are compared bit for bit (after
+# tests/nbval_sanitize.cfg) where this machine's numeric platform matches the one they were recorded
+# on, else portable (rt_lib/portable.py: numbers masked, every claim's status exactly, its numbers
+# within the claim's tolerance); RT_PLATFORM=strict|portable forces one.  The line before the
+# tests start, and the summary's last line, say which and why.
 # Extra arguments go to pytest, e.g. ./run_tests.sh -k model
 # Tests run on RT_TEST_JOBS pytest-xdist workers (default: usable cores / RT_THREADS, at most 4),
 # each with one torch thread; conftest.py keeps each notebook on one worker and hands out a
@@ -17,6 +21,7 @@ cd "$(dirname "$0")"
 .venv/bin/python -c "import torch; print('CPU kernels of this machine:', torch.backends.cpu.get_cpu_capability())"
 source scripts/kernel_env.sh  # the same CPU kernels as the recorded notebooks
 source scripts/data_env.sh  # RT_TINYSTORIES: the TinyStories text (notebook 08)
+.venv/bin/python -m rt_lib.fingerprint  # this machine's platform, and which comparison it gets
 export TQDM_DISABLE=1  # progress bars would land in the compared stderr outputs
 # nbval writes through the notebooks' own code: keep its results apart from ./results.
 export RT_RESULTS="${RT_RESULTS:-$(mktemp -d)/results}"

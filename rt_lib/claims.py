@@ -76,6 +76,23 @@ def ledger() -> dict[str, LedgerClaim]:
     return out
 
 
+@cache
+def ledger_tolerance(claim_id: str):
+    """The tolerance the ledger states beside a claim (``tolerance: {abs, rel, why}``): how far
+    its numbers may move on another numeric platform (:mod:`rt_lib.portable`); None if none."""
+    from rt_lib.portable import Tolerance
+
+    entry = next((e for e in yaml.safe_load(LEDGER.read_text()) if e.get("id") == claim_id), None)
+    raw = (entry or {}).get("tolerance")
+    if raw is None:
+        return None
+    try:
+        return Tolerance(abs=float(raw["abs"]), rel=float(raw["rel"]), why=str(raw["why"]))
+    except (TypeError, KeyError, ValueError) as err:
+        raise ValueError(f"{LEDGER}: {claim_id}: tolerance must be {{abs, rel, why}}, got "
+                         f"{raw!r} ({err})") from None
+
+
 def ledger_of(notebook: str) -> list[str]:
     """The ledger ids that ``notebook`` checks."""
     return [c.id for c in ledger().values() if c.notebook == notebook]
@@ -191,9 +208,25 @@ class Claims:
             raise ClaimsFailed("claims that do not hold (failing, or not shown without a "
                                "declared measurement): " + ", ".join(bad)
                                + (f"; ledger claims never recorded: {', '.join(missing)}"
-                                  if missing else ""))
+                                  if missing else "") + f"; {platform_note()}")
         if bad:
             print("exploration run: the claims that do not hold are reported, not asserted")
+
+
+def platform_note() -> str:
+    """Which numeric platform a failing run ran on, and whether the committed notebooks were
+    recorded on it: a claim that holds there and not here flips with the rounding, a defect of
+    its margin (docs/reliability.md), not of this machine."""
+    from rt_lib.fingerprint import describe, differences, recorded, this_platform
+
+    here = this_platform()
+    first = next((fp for fp in recorded().values() if fp), None)
+    if first is None:
+        return f"platform {describe(here)}"
+    diff = differences(here, first)
+    return (f"platform {describe(here)}, "
+            + (f"not the recording's ({'; '.join(diff)}): the claim flips with the rounding"
+               if diff else "the recording's"))
 
 
 def read(folder: Path) -> pd.DataFrame | None:

@@ -2,51 +2,29 @@
 
     .venv/bin/python scripts/compare_outputs.py dcf4dd3            # notebooks/ against dcf4dd3's
     .venv/bin/python scripts/compare_outputs.py HEAD --dir results  # a run's notebooks against HEAD
+    .venv/bin/python scripts/compare_outputs.py HEAD --dir DIR --portable  # as on another platform
 
 Compares each code cell's outputs after the rewrites nbval applies (tests/nbval_sanitize.cfg:
 wall times, addresses, temporary paths, run keys), so what it lists is what nbval would see
 differ; images are compared byte for byte, widget ids (new at every run) are left out.  Prints
 one line per notebook and, for each output that differs, its cell and the first characters of
-both texts from a little before the first difference; exits 1 when any differs.
+both texts from a little before the first difference; exits 1 when any differs.  With
+``--portable``, the comparison the test command makes on another numeric platform
+(rt_lib/portable.py): numbers masked too (tests/nbval_sanitize_portable.cfg), images left out, and
+every claim line's status and numbers checked against the recording's.
 """
 
 from __future__ import annotations
 
 import argparse
-import configparser
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
 
+from rt_lib.portable import notebook_differences
+
 ROOT = Path(__file__).resolve().parents[1]
-SANITIZE = ROOT / "tests" / "nbval_sanitize.cfg"
-WIDGET = "application/vnd.jupyter.widget-view+json"
-
-
-def rules() -> list[tuple[re.Pattern, str]]:
-    cfg = configparser.ConfigParser(interpolation=None)
-    cfg.read(SANITIZE)
-    return [(re.compile(cfg[s]["regex"]), cfg[s]["replace"]) for s in cfg.sections()]
-
-
-def outputs(notebook: dict, subs: list[tuple[re.Pattern, str]]) -> list[tuple[int, str, str]]:
-    """(cell index, kind, content) of every code cell's outputs, texts sanitized."""
-    found = []
-    for i, cell in enumerate(notebook["cells"]):
-        for out in cell.get("outputs", []) if cell["cell_type"] == "code" else []:
-            items = [("text", out["text"])] if "text" in out else []
-            items += [(k, v) for k, v in out.get("data", {}).items() if k != WIDGET]
-            if out.get("output_type") == "error":
-                items.append(("error", out.get("ename", "")))
-            for kind, value in items:
-                text = "".join(value) if isinstance(value, list) else str(value)
-                if not kind.startswith("image/"):
-                    for pattern, replace in subs:
-                        text = pattern.sub(replace, text)
-                found.append((i, kind, text))
-    return found
 
 
 def main() -> int:
@@ -55,8 +33,11 @@ def main() -> int:
     parser.add_argument("--dir", type=Path, default=ROOT / "notebooks",
                         help="the notebooks to compare (default: notebooks/); a results folder "
                              "is searched for <name>/<name>.ipynb")
+    parser.add_argument("--portable", action="store_true",
+                        help="compare as on another numeric platform: numbers masked, images "
+                             "left out, claims by status and tolerance (rt_lib/portable.py)")
     args = parser.parse_args()
-    subs, changed = rules(), 0
+    changed = 0
     for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         new = args.dir / path.name
         if not new.is_file():
@@ -69,15 +50,15 @@ def main() -> int:
         if old.returncode:
             print(f"{path.stem}: not at {args.rev}")
             continue
-        a, b = outputs(json.loads(old.stdout), subs), outputs(json.loads(new.read_text()), subs)
-        differ = [(x, y) for x, y in zip(a, b) if x != y]
-        if len(a) != len(b):
-            differ.append(((None, f"{len(a)} outputs", ""), (None, f"{len(b)} outputs", "")))
+        differ = notebook_differences(json.loads(old.stdout), json.loads(new.read_text()),
+                                      args.portable)
         changed += bool(differ)
         print(f"{path.stem}: {'the same outputs' if not differ else f'{len(differ)} differ'}")
-        for (cell, kind, before), (_, _, after) in differ:
+        for cell, kind, before, after in differ:
             if kind.startswith("image/"):
                 print(f"  cell {cell}: {kind} differs")
+            elif kind == "claim":
+                print(f"  cell {cell}: {before}")
             else:  # around the first character that differs
                 at = next((i for i, (x, y) in enumerate(zip(before, after)) if x != y),
                           min(len(before), len(after)))

@@ -63,8 +63,8 @@ def _manifest(smoke_run: Path) -> dict:
 
 
 def _folder(kept: Path, smoke_run: Path, slug: str) -> Path:
-    date = _manifest(smoke_run)[NAME]["finished"][:10]
-    return kept / PROFILE / f"{date}-{slug}"
+    finished = _manifest(smoke_run)[NAME]["finished"]  # the minute the job's run finished
+    return kept / PROFILE / f"{finished[:10]}T{finished[11:13]}{finished[14:16]}-{slug}"
 
 
 def test_a_kept_run_holds_the_notebook_its_claims_and_figures_and_nothing_else(kept, smoke_run):

@@ -73,3 +73,68 @@ def test_the_manager_gives_the_sliced_client_after_nbclient_sets_its_own_class()
     assert isinstance(client, SlicedPollKernelClient)
     assert client.shell_channel_class is SlicedPollChannel
     assert client.iopub_channel_class is SlicedPollChannel
+
+
+async def _start_and_run(km: PatientKernelManager, code: str) -> str:
+    """Start ``km``'s kernel, run ``code`` and return the text of its result."""
+    await km.start_kernel()
+    client = km.client()
+    client.start_channels()
+    try:
+        reply = await client.execute_interactive(code, timeout=60, output_hook=lambda msg: None,
+                                                 user_expressions={"out": code})
+        return reply["content"]["user_expressions"]["out"]["data"]["text/plain"]
+    finally:
+        client.stop_channels()
+        await km.shutdown_kernel(now=True)
+
+
+def test_a_kernel_whose_port_is_taken_starts_again_on_fresh_ports():
+    """The race two notebooks started together can lose, made certain: the kernel is handed a
+    shell port another socket holds, dies binding it, and the manager starts it again."""
+    import socket
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    try:
+        km = PatientKernelManager(kernel_name="python3")
+        km.cache_ports = False  # the port set here is used, not one from jupyter_client's cache
+        km.shell_port = taken.getsockname()[1]
+        assert asyncio.run(_start_and_run(km, "6 * 7")) == "42"
+        assert km.shell_port not in (0, taken.getsockname()[1])
+    finally:
+        taken.close()
+
+
+def test_a_kernel_that_never_starts_is_named_after_its_tries(monkeypatch):
+    monkeypatch.setattr(kernel, "START_TRIES", 2)
+    km = PatientKernelManager(kernel_name="python3")
+    km.kernel_spec.argv = [*km.kernel_spec.argv[:1], "-c", "import sys; sys.exit(3)"]
+    with pytest.raises(RuntimeError, match="did not start in 2 tries: Kernel died"):
+        asyncio.run(km.start_kernel())
+
+
+def _one_kernel(queue, barrier) -> None:
+    barrier.wait(timeout=120)  # a stuck sibling fails the test, it does not hang it
+    try:
+        queue.put(asyncio.run(_start_and_run(PatientKernelManager(kernel_name="python3"),
+                                             "'answered'")))
+    except Exception as err:  # noqa: BLE001 - reported to the test
+        queue.put(f"{type(err).__name__}: {err}")
+
+
+def test_kernels_started_side_by_side_all_answer():
+    """Six processes start a kernel each at the same moment, as the runner's notebook processes
+    do: every kernel answers."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    queue, barrier = ctx.Queue(), ctx.Barrier(6)
+    procs = [ctx.Process(target=_one_kernel, args=(queue, barrier)) for _ in range(6)]
+    for proc in procs:
+        proc.start()
+    answers = [queue.get(timeout=600) for _ in procs]
+    for proc in procs:
+        proc.join(timeout=60)
+    assert answers == ["'answered'"] * 6

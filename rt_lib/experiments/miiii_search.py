@@ -10,7 +10,9 @@ Each trial trains T_miiii with notebook 11's settings (``fixed``) and one point 
 space, and scores it as the authors' search did (``main.py`` at the paper commit): the validation
 loss averaged over the last 10 epochs, minimised (``valid_loss_last10``); the final validation
 accuracy (mean over heads, maximised) or loss are options.  The search space, fixed settings and
-objective are stored on the study; a worker with different ones is refused.
+objective are stored on the study; a worker with different ones is refused.  Optuna and
+SQLAlchemy are imported where a study is opened or read, not with the module: the runner imports
+every experiment module, and a run of other notebooks (a GPU job's bundle) need not install them.
 """
 
 from __future__ import annotations
@@ -21,11 +23,9 @@ import os
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import optuna
 import pandas as pd
-import sqlalchemy
 
 from rt_lib.claims import Claims
 from rt_lib.pipeline.executor import Job, current as current_executor, run_jobs
@@ -37,6 +37,9 @@ from rt_lib.io import damaged, results_dir
 from rt_lib.params import Params
 from rt_lib.train import train
 from rt_lib.verdicts import bool_verdict
+
+if TYPE_CHECKING:  # annotations only; imported where used (the module docstring)
+    import optuna
 
 NAME = "14_miiii_search"
 
@@ -128,6 +131,8 @@ def _is_damaged(err: BaseException) -> bool:
     """Whether opening a study failed on the bytes of its file: SQLite's "file is not a
     database" or "database disk image is malformed" (a plain DatabaseError: a locked database
     or a schema race is one of its subclasses), or a journal line that is not JSON."""
+    import sqlalchemy
+
     return type(err) is sqlalchemy.exc.DatabaseError or isinstance(err, json.JSONDecodeError)
 
 
@@ -141,6 +146,9 @@ def storage_file(url: str) -> Path | None:
 
 
 def _storage(url: str, attempts: int = 10) -> optuna.storages.BaseStorage:
+    import optuna
+    import sqlalchemy
+
     if url.startswith(JOURNAL):  # a file on a shared file system: no database server needed
         from optuna.storages.journal import JournalFileBackend
 
@@ -162,6 +170,9 @@ def _storage(url: str, attempts: int = 10) -> optuna.storages.BaseStorage:
 def open_study(params: SearchParams, worker: int = 0) -> optuna.Study:
     """Create or join the study; refuses one made with another space, objective or settings,
     and a storage file that does not read (naming it: :class:`~rt_lib.io.DamagedFileError`)."""
+    import optuna
+    import sqlalchemy
+
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     url = params.url()
     try:
@@ -211,6 +222,8 @@ def objective(params: SearchParams, trial: optuna.Trial) -> float:
 
 
 def finished(study: optuna.Study) -> int:
+    import optuna
+
     return sum(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)
 
 
@@ -266,6 +279,8 @@ def add_trials(params: SearchParams, n: int, worker: int) -> int:
 
 def trials_table(study: optuna.Study) -> pd.DataFrame:
     """One row per finished trial: its hyperparameters, objective and scores, best first."""
+    import optuna
+
     rows = []
     for t in study.trials:
         if t.state != optuna.trial.TrialState.COMPLETE:

@@ -2,7 +2,8 @@
 
 ``results/`` is not committed: a GPU run of the paper (or any other) profile is gone with the
 machine it ran on.  ``python -m rt_lib.pipeline.evidence keep --profile paper`` keeps what a reader needs
-to check its claims, under ``evidence/<profile>/<YYYY-MM-DD>-<device>/`` (committed):
+to check its claims, under ``evidence/<profile>/<YYYY-MM-DD>T<HHMM>-<device>/`` (committed; the minute its last notebook
+finished, so each job's run keeps its own folder):
 
 * per notebook (``<NN_name>/``): the executed notebook, ``claims.csv``, ``parameters.yaml``
   (exploration runs only write one) and the figures (PNG); no checkpoints, models, databases or
@@ -213,6 +214,13 @@ def _commit(entries: dict[str, Entry]) -> tuple[str, bool]:
     return head, flag == "dirty" or any(e.commit.endswith("+dirty") for e in entries.values())
 
 
+def job_stamp(entries: dict[str, Entry]) -> str:
+    """``2026-11-27T1201``: when the run's last notebook finished (UTC), to the minute: a kept
+    folder per job, so chunks of one profile run on the same day keep apart."""
+    last = max(e.finished for e in entries.values())
+    return f"{last[:10]}T{last[11:13]}{last[14:16]}"
+
+
 def default_command(profile: str, names: list[str]) -> str:
     """The ``./run_all.sh`` command that makes this run (its notebooks by number when not all)."""
     from rt_lib.pipeline.plan import available_notebooks
@@ -255,7 +263,7 @@ def keep(profile: str, results: Path | None = None, evidence_dir: Path | None = 
          command: str | None = None, device: Device | None = None, max_mib: float = MAX_MIB,
          replace: bool = False) -> Path:
     """Keep ``profile``'s finished run as evidence (see the module docstring); returns the new
-    folder, ``<evidence_dir>/<profile>/<date>-<device slug>/``."""
+    folder, ``<evidence_dir>/<profile>/<date>T<HHMM>-<device slug>/``."""
     _check_profile(profile)
     root = profile_results(profile, results)
     entries = finished_entries(root, profile)
@@ -263,10 +271,10 @@ def keep(profile: str, results: Path | None = None, evidence_dir: Path | None = 
     _check_size(files, root, max_mib)
     record = provenance(profile, entries, device or this_device(), command, root)
     parent = Path(evidence_dir or EVIDENCE_DIR) / profile
-    target = parent / f"{record['date']}-{record['device']['slug']}"
+    target = parent / f"{job_stamp(entries)}-{record['device']['slug']}"
     if target.exists() and not replace:
-        raise EvidenceError(f"{shown(target)} exists already (a run of the same day and "
-                            "device): --replace overwrites it")
+        raise EvidenceError(f"{shown(target)} exists already (a run finished the same minute on "
+                            "the same device): --replace overwrites it")
     parent.mkdir(parents=True, exist_ok=True)
     # Copied beside the target and renamed into place: an interrupted keep leaves no half folder.
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent))
@@ -298,7 +306,7 @@ def keep(profile: str, results: Path | None = None, evidence_dir: Path | None = 
 class KeptRun:
     """One kept evidence run, as :func:`kept_runs` reads it."""
 
-    folder: Path  # evidence/<profile>/<date>-<device>/
+    folder: Path  # evidence/<profile>/<date>T<HHMM>-<device>/
     provenance: dict[str, Any]
     claims: dict[str, pd.DataFrame] = field(default_factory=dict)  # notebook -> its claims
 
@@ -369,6 +377,69 @@ def kept_runs(evidence_root: Path | None = None,
     return out
 
 
+def check_kept(folder: Path, max_mib: float = MAX_MIB) -> KeptRun:
+    """A kept run as it arrived from elsewhere: its provenance names a known profile and every
+    file it lists, each with the sha256 and size it has, no other file beside them, the whole
+    within ``max_mib``, and its claims read (:func:`read_kept`); else :class:`EvidenceError`."""
+    run = read_kept(folder)
+    record = run.provenance
+    if record.get("format") != FORMAT:
+        raise EvidenceError(f"{shown(folder)}: provenance format {record.get('format')!r}, "
+                            f"this code reads {FORMAT}")
+    _check_profile(str(record.get("profile")))
+    listed = record.get("files") or {}
+    present = {str(p.relative_to(folder)) for p in folder.rglob("*")
+               if p.is_file() and p.name != PROVENANCE}
+    problems = [f"{rel} is missing" for rel in sorted(set(listed) - present)]
+    problems += [f"{rel} is not in its provenance" for rel in sorted(present - set(listed))]
+    for rel in sorted(set(listed) & present):
+        info, path = listed[rel], folder / rel
+        if path.stat().st_size != info.get("bytes") or sha256_file(path) != info.get("sha256"):
+            problems.append(f"{rel} does not match the sha256 its provenance records")
+    if problems:
+        raise EvidenceError(f"{shown(folder)} is not as its run kept it: " + "; ".join(problems))
+    _check_size({folder / rel: int(listed[rel]["bytes"]) for rel in listed}, folder, max_mib)
+    return run
+
+
+def import_packed(tarball: Path, evidence_dir: Path | None = None, max_mib: float = MAX_MIB,
+                  replace: bool = False) -> list[Path]:
+    """Add the kept runs of a packed evidence tarball (scripts/gpu_run.sh's evidence.tgz, laid
+    out ``<profile>/<run>/``) under ``evidence_dir`` after :func:`check_kept`; returns their
+    folders.  Nothing is added unless every run in it checks."""
+    import tarfile
+
+    root = Path(evidence_dir or EVIDENCE_DIR)
+    with tempfile.TemporaryDirectory(prefix=".import.", dir=_mkdir(root)) as tmp:
+        try:
+            with tarfile.open(tarball) as tar:
+                tar.extractall(tmp, filter="data")  # no absolute paths, no links out, no devices
+        except (OSError, tarfile.TarError) as err:
+            raise EvidenceError(f"{shown(tarball)} does not read as a tarball ({err})") from None
+        found = sorted(p.parent for p in Path(tmp).glob(f"*/*/{PROVENANCE}"))
+        if not found:
+            raise EvidenceError(f"{shown(tarball)} holds no kept run (<profile>/<run>/"
+                                f"{PROVENANCE})")
+        targets = []
+        for folder in found:
+            check_kept(folder, max_mib)
+            target = root / folder.parent.name / folder.name
+            if target.exists() and not replace:
+                raise EvidenceError(f"{shown(target)} exists already: --replace overwrites it")
+            targets.append((folder, target))
+        for folder, target in targets:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.exists():
+                shutil.rmtree(target)
+            folder.rename(target)
+    return [t for _, t in targets]
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rt_lib.pipeline.evidence",
                                      description=__doc__.split("\n\n")[0])
@@ -390,9 +461,28 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"refuse a folder larger than this (default {MAX_MIB:g})")
     kp.add_argument("--replace", action="store_true",
                     help="overwrite a run kept already for the same profile, day and device")
+    ip = sub.add_parser("import", help="add the kept runs of a packed evidence tarball "
+                                       "(scripts/gpu_run.sh's evidence.tgz) under evidence/")
+    ip.add_argument("tarball", type=Path)
+    ip.add_argument("--evidence-dir", type=Path, metavar="DIR",
+                    help="where evidence is kept (default: evidence/ in the project)")
+    ip.add_argument("--max-mib", type=float, default=MAX_MIB,
+                    help=f"refuse a run larger than this (default {MAX_MIB:g})")
+    ip.add_argument("--replace", action="store_true", help="overwrite a run kept already")
     args = parser.parse_args(argv)
     if args.max_mib <= 0:
         parser.error(f"--max-mib must be positive, got {args.max_mib:g}")
+    if args.action == "import":
+        try:
+            added = import_packed(args.tarball, args.evidence_dir, args.max_mib, args.replace)
+        except (EvidenceError, DamagedFileError) as err:
+            print(f"rt_lib.pipeline.evidence: error: {err}", file=sys.stderr)
+            return 2
+        for target in added:
+            run = read_kept(target)
+            print(f"imported {shown(target)}: {run.label}, commit {run.commit}, "
+                  f"{len(run.claims)} notebook(s); commit it with git add {shown(target)}")
+        return 0
     try:
         target = keep(args.profile, args.results, args.evidence_dir, args.command,
                       named_device(args.device) if args.device else None, args.max_mib,

@@ -12,6 +12,13 @@ loses requests on its side, ipython/ipykernel#1554; nbclient#312 reports the han
 :class:`PatientKernelManager` hands nbclient a client whose channels poll in slices of
 :data:`POLL_SLICE` seconds: each new poll asks the socket for waiting messages before it waits,
 so a lost wake-up costs at most one slice.
+
+Its kernels also start again when a start loses its ports.  jupyter_client picks a kernel's five
+ports by asking the OS for free ones and releasing them for the kernel to bind; two notebooks
+starting side by side in two processes can be handed the same port, and the second kernel dies
+with ``ZMQError: Address already in use`` (seen in a test of two notebooks started together).
+:meth:`PatientKernelManager.start_kernel` waits for each kernel to answer, and starts one that
+died, or never answered, again on fresh ports, up to :data:`START_TRIES` times.
 """
 
 from __future__ import annotations
@@ -27,6 +34,11 @@ from traitlets import Type
 
 #: Seconds one poll of a channel waits before it asks the socket again.
 POLL_SLICE = 1.0
+#: Starts of one kernel before giving up (each on fresh ports), and the seconds each may take to
+#: answer (a kernel imports numpy and matplotlib when it starts: seconds on a busy 2-core machine).
+START_TRIES = 5
+READY_TIMEOUT = 120.0
+PORTS = ("shell_port", "iopub_port", "stdin_port", "hb_port", "control_port")
 
 
 class SlicedPollChannel(AsyncZMQSocketChannel):
@@ -59,3 +71,27 @@ class PatientKernelManager(AsyncKernelManager):
     def client(self, **kwargs: Any) -> AsyncKernelClient:
         self.client_factory = SlicedPollKernelClient
         return super().client(**kwargs)
+
+    async def start_kernel(self, **kw: Any) -> None:
+        """Start the kernel and wait until it answers; one that dies first (a port taken between
+        its choice and its bind) or does not answer in :data:`READY_TIMEOUT` seconds is shut down
+        and started again on fresh ports."""
+        errors = []
+        for _ in range(START_TRIES):
+            await super().start_kernel(**kw)
+            client = self.client()
+            client.start_channels()
+            try:
+                await client.wait_for_ready(timeout=READY_TIMEOUT)
+                return
+            except RuntimeError as err:  # "Kernel died before replying", "didn't respond"
+                errors.append(str(err))
+            finally:
+                client.stop_channels()
+            # as a restart does (the manager's zmq context and provisioner stay), but with the
+            # connection file gone and the ports at 0: the next start asks the OS for new ones
+            await self.shutdown_kernel(now=True, restart=True)
+            self.cleanup_connection_file()
+            for name in PORTS:
+                setattr(self, name, 0)
+        raise RuntimeError(f"the kernel did not start in {START_TRIES} tries: {'; '.join(errors)}")

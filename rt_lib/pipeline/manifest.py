@@ -69,9 +69,14 @@ def content_key(notebook: Path, profile: str, parameters: dict,
     })
 
 
+#: Where a copy without ``.git`` (a GPU job's) says which commit it is: written with the bundle.
+SOURCE_COMMIT_ENV = "RT_SOURCE_COMMIT"
+
+
 @cache
 def git_commit() -> str:
-    """HEAD's hash, ``+dirty`` when tracked files differ from it; ``unknown`` without git."""
+    """HEAD's hash, ``+dirty`` when tracked files differ from it; without git, ``$RT_SOURCE_COMMIT``
+    (scripts/gpu_run.sh sets it from the bundle's ``COMMIT``), else ``unknown``."""
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(PROJECT_ROOT), *args], capture_output=True,
                               text=True, check=True, timeout=30).stdout.strip()
@@ -79,7 +84,7 @@ def git_commit() -> str:
         head = git("rev-parse", "HEAD")
         return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
+        return os.environ.get(SOURCE_COMMIT_ENV, "").strip() or "unknown"
 
 
 def is_temporary(path: Path) -> bool:

@@ -246,3 +246,41 @@ def plan(profile: str, only: list[str] | None, sets: dict,
     if not jobs:
         raise RunError(f"no numbered notebooks found under {notebooks_dir()}")
     return list(jobs.values())
+
+
+#: A job of a GPU machine: at most 10 minutes, of which the notebooks get 9 (scripts/gpu_run.sh).
+JOB_MINUTES = 9
+
+
+@dataclass(frozen=True)
+class Chunk:
+    notebooks: tuple[str, ...]  # notebook names, in the order they run
+    minutes: float  # expected on one GPU (the notebooks' config headers say how it was estimated)
+
+
+def chunks(profile: str) -> list[Chunk]:
+    """``configs/<profile>_chunks.yaml``: the profile in pieces that each fit one job, in the
+    order to run them ([] for a profile without one); refuses a notebook the profile does not
+    cover, one in two chunks, and a chunk over :data:`JOB_MINUTES`, naming it."""
+    path = CONFIGS / f"{profile}_chunks.yaml"
+    if not path.exists():
+        return []
+    books = available_notebooks()
+    profile_has = {p.stem for p in (CONFIGS / profile).glob("*.yaml")}
+    out, seen = [], set()
+    for entry in yaml.safe_load(path.read_text()) or []:
+        names = []
+        for number in entry["notebooks"]:
+            name = next((n for n in books if n.startswith(f"{int(number):02d}_")), None)
+            if name is None or name not in profile_has:
+                raise RunError(f"{path.name}: notebook {number} is not in the {profile} profile")
+            if name in seen:
+                raise RunError(f"{path.name}: notebook {number} is in two chunks")
+            seen.add(name)
+            names.append(name)
+        minutes = float(entry["minutes"])
+        if minutes > JOB_MINUTES:
+            raise RunError(f"{path.name}: chunk {','.join(n[:2] for n in names)} expects "
+                           f"{minutes:g} minutes, over one job's {JOB_MINUTES}")
+        out.append(Chunk(tuple(names), minutes))
+    return out

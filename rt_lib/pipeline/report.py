@@ -11,7 +11,7 @@ from pathlib import Path
 from rt_lib import claims
 from rt_lib.context import DEFAULT_PROFILE, available_profiles, default_results_root
 from rt_lib.io import DamagedFileError, shown
-from rt_lib.pipeline.plan import available_notebooks
+from rt_lib.pipeline.plan import available_notebooks, chunks
 from rt_lib.pipeline.registry import profile_step_shapes, runs
 from rt_lib.seeding import default_jobs
 
@@ -66,14 +66,22 @@ def _memory_bytes() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def list_runs() -> int:
+def list_runs(profile: str | None = None) -> int:
     """--list: notebooks, profiles, and every run folder under the results roots; returns how
-    many runs have a damaged record (each listed with the file and the notebook to rerun)."""
+    many runs have a damaged record (each listed with the file and the notebook to rerun).  With
+    a ``profile`` that comes in chunks (the GPU profile), its chunks first, each one job of
+    scripts/gpu_run.sh."""
     from rt_lib.fingerprint import status_line
 
     print("notebooks:", ", ".join(available_notebooks()))
     print(status_line())
     print("profiles: ", ", ".join(available_profiles()))
+    for i, chunk in enumerate(chunks(profile) if profile else [], 1):
+        if i == 1:
+            print(f"the {profile} profile in chunks of one job each, in order "
+                  f"(scripts/gpu_run.sh NN,NN):")
+        print(f"  {i}. {','.join(n[:2] for n in chunk.notebooks):<8} ~{chunk.minutes:g} min  "
+              f"{', '.join(chunk.notebooks)}")
     base = default_results_root()
     n_damaged = 0
     for profile in available_profiles():

@@ -73,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
                              "or --set executor.<key>=<value>)")
     parser.add_argument("--executor-config", metavar="FILE",
                         help="YAML of executor settings (rt_lib.pipeline.executor.ExecutorConfig)")
+    parser.add_argument("--no-site", action="store_true",
+                        help="leave the site unbuilt (a GPU job: its evidence is imported and the "
+                             "site built where nbconvert is installed)")
     parser.add_argument("--log-output", action="store_true", help="stream cell output")
     parser.add_argument("--list", action="store_true",
                         help="list notebooks, profiles and the runs under results/")
@@ -81,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         if args.list:
-            if list_runs():
+            if list_runs(args.profile if args.profile != DEFAULT_PROFILE else None):
                 print("run_all.sh: error: runs with damaged records are listed above, each with "
                       "the command that writes it again", file=sys.stderr)
                 return 1
@@ -162,8 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     # from --only, --set, an exploration, other notebooks (tests) or a run with a failure.
     full = (args.profile == DEFAULT_PROFILE and not args.only and not sets and not failures
             and notebooks_dir() == NOTEBOOKS and all(j.folder == j.name for j in jobs))
-    build_site_of(root, args.profile, {j.name: outputs[j.name] for j in jobs if j.folder == j.name},
-                  picture=full)
+    if not args.no_site:
+        build_site_of(root, args.profile,
+                      {j.name: outputs[j.name] for j in jobs if j.folder == j.name}, picture=full)
     if failures:
         print(f"run_all.sh: {len(failures)} notebook(s) failed: {', '.join(failures)}",
               file=sys.stderr)

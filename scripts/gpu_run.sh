@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# One GPU job: a chunk of the GPU profile on an offline machine, packed into a few files.
+#
+#   scripts/gpu_run.sh [--smoke] [--minutes M] [--resume TGZ] NN[,NN...]
+#
+#   NN,...       the chunk's notebooks (./run_all.sh --list --profile gpu prints the chunks)
+#   --smoke      the GPU profile's smoke test, on the CPU (to try this script anywhere)
+#   --minutes M  stop cleanly before M minutes (default 9), mid-run checkpoints kept
+#   --resume T   go on from the checkpoints of a job its deadline cut (its checkpoints.tgz.*)
+#
+# From the repository root, with whatever python3 is on PATH (it must have torch): installs
+# .gpu_bundle/*.whl (scripts/gpu_bundle.sh, made online) into a temporary folder, no venv, no
+# network; says which GPU torch sees; runs the chunk (python3 -m rt_lib.pipeline --profile gpu);
+# keeps its evidence with its provenance (the commit from .gpu_bundle/COMMIT: .git may not
+# travel); and leaves at most 8 files in $OUT (else gpu_out/): gpu_run.log, evidence.tgz
+# (import it with python -m rt_lib.pipeline.evidence import) and checkpoints.tgz.NN (parts of at
+# most 15 MiB: the run's results folder, for --resume).
+set -euo pipefail
+
+usage() { sed -n '4,9p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+die() { echo "gpu_run: error: $*" >&2; exit 2; }
+
+cd "$(dirname "$0")/.."
+smoke=0
+minutes=9
+resume=""
+only=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --smoke) smoke=1; shift ;;
+    --minutes) [ $# -ge 2 ] || die "--minutes needs a number"; minutes=$2; shift 2 ;;
+    --resume) [ $# -ge 2 ] || die "--resume needs the first part of a checkpoints tarball"; resume=$2; shift 2 ;;
+    -h|--help) usage 0 ;;
+    -*) die "unknown option $1 (see --help)" ;;
+    *) [ -z "$only" ] || die "one list of notebooks, comma-separated (got '$only' and '$1')"; only=$1; shift ;;
+  esac
+done
+[ -n "$only" ] || die "which notebooks? e.g. scripts/gpu_run.sh 11,13 (see ./run_all.sh --list --profile gpu)"
+[[ "$minutes" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--minutes must be a number of minutes, got '$minutes'"
+bundle=${RT_GPU_BUNDLE:-.gpu_bundle}  # another folder of wheels: the tests make one for this Python
+[ -d "$bundle" ] || die "no $bundle/: make it online with scripts/gpu_bundle.sh --python-version X.Y and carry it"
+
+out=${OUT:-gpu_out}
+mkdir -p "$out"
+exec > >(tee -a "$out/gpu_run.log") 2>&1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+echo "gpu_run: $(date -u +%Y-%m-%dT%H:%M:%SZ), notebooks $only, $minutes minutes$( [ $smoke = 1 ] && echo ', smoke test on the CPU')"
+python3 -m pip install --quiet --no-index --no-deps --disable-pip-version-check \
+  --target "$work/site" "$bundle"/*.whl
+export PYTHONPATH="$work/site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+export PATH="$work/site/bin:$PATH"
+export RT_SOURCE_COMMIT
+RT_SOURCE_COMMIT=$(cat "$bundle/COMMIT" 2>/dev/null || echo unknown)
+export RT_RESULTS="$work/results"
+export TQDM_DISABLE=1
+export JUPYTER_RUNTIME_DIR="$work/runtime"  # kernel connection files: nothing left behind
+profile=gpu
+if [ $smoke = 1 ]; then
+  export CUDA_VISIBLE_DEVICES=""  # the smoke test runs on the CPU, wherever it is run
+  profile=gpu-smoke
+fi
+python3 - <<'EOF'
+import sys, torch
+if torch.cuda.is_available():
+    print(f"gpu_run: torch {torch.__version__}, CUDA {torch.version.cuda}: {torch.cuda.get_device_name(0)}")
+else:
+    print(f"gpu_run: torch {torch.__version__} sees no GPU: this job runs on the CPU")
+print(f"gpu_run: Python {sys.version.split()[0]}")
+EOF
+echo "gpu_run: source commit $RT_SOURCE_COMMIT ($bundle/COMMIT)"
+
+mkdir -p "$RT_RESULTS"
+if [ -n "$resume" ]; then
+  parts=("${resume%.[0-9][0-9]}".[0-9][0-9])
+  [ -f "${parts[0]}" ] || die "--resume $resume: no such checkpoints tarball (its parts end .00, .01, ...)"
+  cat "${parts[@]}" | tar -xzf - -C "$RT_RESULTS"
+  echo "gpu_run: resumed from ${#parts[@]} part(s) of $resume"
+fi
+
+flags=(--profile gpu --only "$only" --no-site --jobs 1)
+[ $smoke = 1 ] && flags+=(--smoke --no-footprints)
+seconds=$(python3 -c "print(int(float('$minutes') * 60))")
+set +e
+# SIGTERM at the deadline: the runner stops its notebooks as on Ctrl-C, checkpoints kept
+timeout --signal=TERM --kill-after=60 "$seconds" python3 -m rt_lib.pipeline "${flags[@]}"
+rc=$?
+set -e
+
+command="scripts/gpu_run.sh$( [ $smoke = 1 ] && echo ' --smoke') $only"
+if [ $rc = 0 ]; then
+  python3 -m rt_lib.pipeline.evidence keep --profile "$profile" --evidence-dir "$work/evidence" \
+    --command "$command"
+  tar -czf "$out/evidence.tgz" -C "$work/evidence" .
+  echo "gpu_run: evidence packed: $out/evidence.tgz (python -m rt_lib.pipeline.evidence import it)"
+elif [ $rc = 124 ]; then
+  echo "gpu_run: cut by the deadline ($minutes minutes): go on with --resume $out/checkpoints.tgz.00"
+else
+  echo "gpu_run: the run failed (exit $rc): its log is above, its results in checkpoints.tgz.*"
+fi
+rm -f "$out"/checkpoints.tgz.*
+tar -czf - -C "$RT_RESULTS" . | split -b 15M -d -a 2 - "$out/checkpoints.tgz."
+n=$(ls "$out"/checkpoints.tgz.* | wc -l)
+if [ "$n" -gt 6 ]; then
+  echo "gpu_run: warning: the checkpoints take $n parts of 15 MiB: only 8 files come back from a job"
+fi
+echo "gpu_run: $(ls "$out" | wc -l) file(s) in $out: $(cd "$out" && ls | tr '\n' ' ')"
+exit $rc
