@@ -1,4 +1,4 @@
-"""Notebooks 05 and 10 with the baselines their claims need, at longer budgets (issue 28, item 4).
+"""Notebooks 05 and 10 with the baselines their claims need, at longer budgets.
 
     # the runs in benchmarks/results/ (the first on an H200, stopped by its time limit after the
     # 1,500-step budget; the second on the project's 2-core CPU, one thread):

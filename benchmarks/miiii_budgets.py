@@ -1,4 +1,4 @@
-"""Notebook 11's comparisons at equal epochs, over seeds (issue 28, item 3): which budget shows them.
+"""Notebook 11's comparisons at equal epochs, over seeds: which budget shows them.
 
     .venv/bin/python benchmarks/miiii_budgets.py seeds=0,1,2 epochs=10000 jobs=2 \\
         out=benchmarks/results/miiii_budgets.csv

@@ -1,4 +1,4 @@
-"""The CPU-recipe search for notebook 11 (issue 18): T_miiii as notebook 11 trains it, over seeds.
+"""The CPU-recipe search for notebook 11: T_miiii as notebook 11 trains it, over seeds.
 
     .venv/bin/python benchmarks/miiii_recipe.py seeds=0,1,2 init=he_jax dropout_mask=batch \\
         dropout_at=residual train_fraction=0.9 epochs=10000

@@ -1,4 +1,4 @@
-"""Would notebook 11's runs train faster on a CPU as one stacked model? (issue 28, item 3)
+"""Would notebook 11's runs train faster on a CPU as one stacked model?
 
     .venv/bin/python benchmarks/stacked_miiii.py runs=5 repeats=20
 

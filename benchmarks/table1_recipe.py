@@ -1,4 +1,4 @@
-"""Recipe search for Table 1 at CPU scale (issue 17): one model kind on one task notebook's task,
+"""Recipe search for Table 1 at CPU scale: one model kind on one task notebook's task,
 trained through the notebook's own code (its Params and ``train_grid``), every restart reported.
 
     .venv/bin/python benchmarks/table1_recipe.py 02 "trained transformer" widths=[128] lr=0.001 steps=1000 restarts=3

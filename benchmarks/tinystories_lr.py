@@ -1,4 +1,4 @@
-"""The fully trained transformer's own learning rate in notebook 08 (issue 28, item 4).
+"""The fully trained transformer's own learning rate in notebook 08.
 
     source scripts/data_env.sh; RT_RESULTS=/tmp/ts_lr .venv/bin/python benchmarks/tinystories_lr.py \\
         lrs=3e-3,1e-2,3e-2 widths=32,64,128 restarts=1 out=benchmarks/results/tinystories_lr.csv

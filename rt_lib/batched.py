@@ -1,4 +1,4 @@
-"""Restarts as one batched model (issue 6 groundwork): N seeds of one configuration trained together.
+"""Restarts as one batched model: N seeds of one configuration trained together.
 
 The N models' parameters are stacked along a new leading axis (``torch.func.stack_module_state``)
 and the forward pass is ``vmap``-ed over it, so each step is one set of larger matmuls instead of N

@@ -14,6 +14,7 @@ names an exploration run's results folder (:mod:`rt_lib.pipeline.registry`).
 from __future__ import annotations
 
 import math
+import re
 import types
 import typing
 from collections.abc import Mapping
@@ -21,10 +22,42 @@ from dataclasses import MISSING, dataclass, fields
 from functools import cache
 from typing import Any, ClassVar, Literal, get_args, get_origin
 
+import yaml
+
 _NONE = type(None)
 _NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string",
           dict: "a mapping"}
 _PLURAL = {int: "integers", float: "numbers", str: "strings", bool: "true/false values"}
+
+
+class _CommandLineLoader(yaml.SafeLoader):
+    """YAML as people type values on a command line: Python's notation for numbers too."""
+
+
+# YAML 1.1 reads a float only with a dot and a signed exponent ("1.0e-3"): "1e-3", "3E5" and
+# "1.0e9" are strings to it.  Plain scalars in Python's notation are numbers here; quoted ones
+# stay strings ("'1e3'").  1_000 is an int to YAML 1.1 already.
+_NUMBER_TAG = "tag:rt-companion,2026:number"
+_CommandLineLoader.add_implicit_resolver(
+    _NUMBER_TAG, re.compile(r"^[-+]?(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)[eE][-+]?\d+$"),
+    list("-+0123456789."))
+
+
+def _number(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int | float:
+    """``1e-3`` a float; written without a dot and whole (``3E5``, ``1e4``), an integer: it is
+    how one types a count of epochs or steps."""
+    text = loader.construct_scalar(node).replace("_", "")
+    value = float(text)
+    return int(value) if "." not in text and value.is_integer() else value
+
+
+_CommandLineLoader.add_constructor(_NUMBER_TAG, _number)
+
+
+def load_value(text: str) -> Any:
+    """A parameter value typed on the command line (``--set key=value``): YAML, with numbers in
+    Python's notation (``1e-3``, ``3E5``, ``1_000``) read as numbers."""
+    return yaml.load(text, Loader=_CommandLineLoader)  # noqa: S506 - a SafeLoader subclass
 
 
 def describe(hint: Any) -> str:

@@ -12,6 +12,7 @@ claim's "ours" text.  Pure functions of their inputs: :mod:`rt_lib.claims` recor
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from statistics import median
@@ -43,6 +44,14 @@ def _few(values: Sequence[float], min_runs: int) -> bool:
     return len(values) < min_runs
 
 
+def _diverged(*sides: Sequence[float]) -> Verdict | None:
+    """Not shown when any run's value is not a finite number (a NaN or diverged run): min and
+    max would skip a NaN, or not, by its place in the list; no such run makes a claim hold."""
+    bad = sum(not math.isfinite(x) for side in sides for x in side)
+    return Verdict(NOT_SHOWN, f"{bad} run(s) diverged (NaN or infinite): nothing to compare") \
+        if bad else None
+
+
 def larger(a: Sequence[float], b: Sequence[float], min_runs: int = MIN_RUNS) -> Verdict:
     """``a`` larger than ``b``, each a value per seed: holds when every ``a`` is above every
     ``b`` (the ranges do not overlap), fails when every ``a`` is below every ``b``, else (ties,
@@ -52,6 +61,8 @@ def larger(a: Sequence[float], b: Sequence[float], min_runs: int = MIN_RUNS) -> 
         raise ValueError("larger() needs at least one value a side")
     if _few(a, min_runs) or _few(b, min_runs):
         return Verdict(NOT_SHOWN, f"{len(a)} and {len(b)} runs: fewer than {min_runs} a side")
+    if diverged := _diverged(a, b):
+        return diverged
     text = f"ranges {_span(a)} and {_span(b)}"
     if min(a) > max(b):
         return Verdict(HOLDS, f"{text} apart")
@@ -72,6 +83,8 @@ def beyond_noise(difference: float, noise: float, source: str, k: float = 2.0) -
     ``-k`` x noise, else not shown."""
     if not noise > 0:
         raise ValueError(f"noise must be a positive standard deviation, got {noise!r}")
+    if diverged := _diverged([difference]):
+        return diverged
     text = f"difference {difference:+.3f} against {k:g} x noise {noise:.3f} ({source})"
     if difference > k * noise:
         return Verdict(HOLDS, text)
@@ -86,6 +99,8 @@ def reaches(values: Sequence[float], threshold: float, min_runs: int = MIN_RUNS)
     values = [float(x) for x in values]
     if _few(values, min_runs):
         return Verdict(NOT_SHOWN, f"{len(values)} restarts: fewer than {min_runs}")
+    if diverged := _diverged(values):
+        return diverged
     m = median(values)
     text = f"median {m:.3f} of {len(values)} restarts, range {_span(values)}, needs >= {threshold:g}"
     return Verdict(HOLDS if m >= threshold else FAILS, text)

@@ -4,6 +4,7 @@ with a margin that decide each status (rt_lib.claims, rt_lib.verdicts)."""
 from __future__ import annotations
 
 import inspect
+import math
 import json
 import re
 from pathlib import Path
@@ -173,6 +174,19 @@ def test_reaches_reads_the_median_of_at_least_three_restarts():
     assert reaches([0.5, 0.99, 1.0], 0.99).status == HOLDS  # median 0.99
     assert reaches([0.5, 0.98, 1.0], 0.99).status == FAILS
     assert reaches([1.0, 1.0], 0.99).status == NOT_SHOWN
+
+
+@pytest.mark.parametrize("at", [0, 1, 2])
+def test_a_diverged_run_never_makes_a_claim_hold_wherever_it_sits(at):
+    """min, max and median skip a NaN or not by its place in the list: before the check, these
+    held with the NaN anywhere but first."""
+    for bad in (math.nan, math.inf):
+        values = [3.3, 3.3, 3.3]
+        values[at] = bad
+        for verdict in (smaller(values, [3.9] * 3), larger([3.9] * 3, values),
+                        reaches([1.0, 1.0, 1.0][:at] + [bad] + [1.0, 1.0, 1.0][at + 1:], 0.99)):
+            assert verdict.status == NOT_SHOWN and "diverged" in verdict.margin
+    assert beyond_noise(math.nan, 0.01, "bench").status == NOT_SHOWN
 
 
 def test_every_fails_on_any_failing_part_and_holds_only_when_all_hold():

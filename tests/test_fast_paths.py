@@ -1,4 +1,4 @@
-"""The performance shortcuts of issue 6 against the plain computations they replace."""
+"""The performance shortcuts against the plain computations they replace."""
 
 import pytest
 import torch

@@ -140,6 +140,22 @@ def test_set_values_are_parsed_as_yaml():
         "p": 59, "widths": [64, 128], "batch_size": None}
 
 
+@pytest.mark.parametrize("typed, value", [
+    ("1e-3", 0.001), ("3E5", 300_000), ("1_000", 1000), ("1.0e9", 1e9), ("-2e-4", -2e-4),
+    (".5e2", 50.0), ("1.5", 1.5), ("[1e3, 2E3]", [1000, 2000])])
+def test_set_values_take_pythons_notation_for_numbers(typed, value):
+    (parsed,) = runner.parse_sets([f"lr={typed}"]).values()
+    assert parsed == value and type(parsed) is type(value)
+
+
+def test_a_set_value_that_is_no_number_still_gets_its_error(capsys, results_tmp):
+    assert runner.parse_sets(["lr='1e-3'"]) == {"lr": "1e-3"}  # quoted: a string, as typed
+    for typed in ("abc", "1e", "'1e-3'"):
+        assert runner.main(["--only", "01", "--set", f"lr={typed}"]) == 2
+        assert "lr must be a number" in capsys.readouterr().err
+    assert not results_tmp.exists()
+
+
 def test_committed_notebooks_have_parameters_cell_and_outputs():
     for path in runner.available_notebooks().values():
         nb = json.loads(path.read_text())
@@ -178,6 +194,12 @@ def test_ci_forces_one_thread_and_the_recorded_cpu_kernels():
     out = subprocess.run(["bash", "-c", f"source scripts/ci_env.sh; source scripts/kernel_env.sh; "
                           f"{shown}"], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True)
     assert out.stdout.split() == ["1", "avx2", "AVX2", "AVX2", "Haswell"]
+    # nothing that turns tests into skips or forces a comparison survives into CI
+    env |= {"RT_TEST_SMOKE": "0", "RT_REGENERATE_FIGURES": "1", "RT_PLATFORM": "portable"}
+    out = subprocess.run(["bash", "-c", "source scripts/ci_env.sh; echo \"$RT_TEST_SMOKE|"
+                          "$RT_REGENERATE_FIGURES|$RT_PLATFORM|$RT_REQUIRE_DATA\""],
+                         cwd=PROJECT_ROOT, env=env, capture_output=True, text=True)
+    assert out.stdout.strip() == "|||1"
     ci = (PROJECT_ROOT / ".ci" / "run").read_text().splitlines()
     steps = [line.split("#")[0].strip() for line in ci]
     assert steps.index("source scripts/ci_env.sh") < steps.index("exec ./run_tests.sh")

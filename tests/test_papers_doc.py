@@ -1,8 +1,7 @@
 """docs/papers.md is where the papers' settings are written down, and what the code cites.
 
-Two checks over the project's code, configs, tests, benchmarks and scripts, the ledger included:
-no citation of the old, out-of-repo "SPEC A" / "SPEC B" is left, and every citation of
-docs/papers.md, written as
+Over the project's code, configs, tests, benchmarks and scripts, the ledger included: every
+citation of docs/papers.md, written as
 ``(docs/papers.md, <paper>: <section>)`` (the format is described at the top of that file), names
 a ``##`` heading and one of its ``###`` headings that exist there.
 """
@@ -16,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PAPERS = ROOT / "docs" / "papers.md"
 SCANNED = ("rt_lib", "configs", "tests", "benchmarks", "scripts")
 SUFFIXES = {".py", ".yaml", ".yml", ".sh", ".cfg", ".toml", ".md", ".j2"}
-#: not scanned: the tests that look for SPEC name it
+#: not scanned: the tests that parse citations (they name the form, not a section)
 SKIPPED = {Path(__file__).resolve(), ROOT / "tests" / "test_notebook_intros.py"}
 #: the headings citations rely on: (paper, section), lower case
 REQUIRED = {
@@ -27,7 +26,6 @@ REQUIRED = {
     ("miiii", "the authors' code beyond the text"),
 }
 
-OLD_SPEC = re.compile(r"\bSPEC\b")
 CITED_FILE = "docs/papers.md"
 # what follows "docs/papers.md" in a citation: ", <paper>: <section>", then ) ; , . or the line's end
 CITATION = re.compile(r", ([A-Za-z][A-Za-z ]*?): ([A-Za-z][A-Za-z' ]*?)\s*(?=[);,.]|$)")
@@ -75,14 +73,6 @@ def citations() -> list[tuple[str, str | None]]:
 def test_docs_papers_has_the_headings_citations_use():
     missing = REQUIRED - headings()
     assert not missing, f"docs/papers.md lacks the headings {sorted(missing)}"
-
-
-def test_no_spec_citation_is_left():
-    left = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
-            for path in scanned_files()
-            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-            if OLD_SPEC.search(line)]
-    assert not left, ("cite docs/papers.md instead of the out-of-repo SPEC:\n" + "\n".join(left))
 
 
 def test_every_docs_papers_citation_names_an_existing_section():

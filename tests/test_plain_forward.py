@@ -1,4 +1,4 @@
-"""The structure of issue 31: ``Transformer.forward`` is the plain forward; the last-position
+"""The model's structure: ``Transformer.forward`` is the plain forward; the last-position
 shortcuts live in rt_lib/fast_paths.py and are called by name (``fast_paths.last_logits``)."""
 
 import ast

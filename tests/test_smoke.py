@@ -42,11 +42,21 @@ def plans(monkeypatch_module_data):
     return _plans()
 
 
+def _need_tinystories() -> None:
+    """Notebook 08 validates that its text exists: skip without it, but fail where the data is
+    required (RT_REQUIRE_DATA=1: CI, whose notebooks need it anyway)."""
+    if os.environ.get("RT_TINYSTORIES"):
+        return
+    reason = "RT_TINYSTORIES is not set (scripts/data_env.sh sets it)"
+    if os.environ.get("RT_REQUIRE_DATA") == "1":
+        pytest.fail(reason + " (RT_REQUIRE_DATA=1: required here)")
+    pytest.skip(reason)
+
+
 @pytest.fixture(scope="module")
 def monkeypatch_module_data():
     # notebook 08 validates that its text exists: the repository's sample, as the runner finds it
-    if not os.environ.get("RT_TINYSTORIES"):
-        pytest.skip("RT_TINYSTORIES is not set (scripts/data_env.sh sets it)")
+    _need_tinystories()
 
 
 def test_smoke_changes_only_lengths_and_sizes_and_never_grows_them(plans):
@@ -167,8 +177,7 @@ def test_the_paper_profile_smoke_test_runs_end_to_end(tmp_path):
     if os.environ.get("RT_TEST_SMOKE") == "0":
         pytest.skip("RT_TEST_SMOKE=0: the paper-profile smoke run left out "
                     "(./run_all.sh --profile paper --smoke runs it alone)")
-    if not os.environ.get("RT_TINYSTORIES"):
-        pytest.skip("RT_TINYSTORIES is not set (scripts/data_env.sh sets it)")
+    _need_tinystories()
     env = {**os.environ, "RT_RESULTS": str(tmp_path / "results"), "TQDM_DISABLE": "1"}
     proc = subprocess.run([sys.executable, "-m", "rt_lib.pipeline.runner", "--profile", "paper",
                            "--smoke", "--jobs", "1", "--no-footprints"], cwd=PROJECT_ROOT, env=env,

@@ -291,7 +291,7 @@ def test_parentheses_min_pairs_bounds_every_string():
         Parentheses(max_pairs=4, min_pairs=5)
 
 
-# --- the authors' variants (issue 17) ----------------------------------------------------------
+# --- the authors' variants ------------------------------------------------------------------
 
 def test_decimal_authors_mask_is_the_inputs_that_are_sum_digits_or_stop():
     """task_additionstream.py scores position i when input token i is a sum digit or the stop

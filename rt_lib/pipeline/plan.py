@@ -22,6 +22,7 @@ import yaml
 from rt_lib.context import (CONFIGS, DEFAULT_PROFILE, available_profiles, base_profile,
                             default_results_root, is_smoke)
 from rt_lib.io import PROJECT_ROOT
+from rt_lib.params import load_value
 from rt_lib.pipeline.executor import ExecutorConfig, load_config
 from rt_lib.pipeline.registry import Experiment, folder_name, registry
 
@@ -97,7 +98,7 @@ def parse_sets(pairs: list[str] | None) -> dict:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise RunError(f"--set expects key=value, got {pair!r}")
-        out[key.strip()] = yaml.safe_load(value)
+        out[key.strip()] = load_value(value)
     return out
 
 
