@@ -125,6 +125,14 @@ def pytest_configure(config: pytest.Config) -> None:
     from rt_lib.portable import install
 
     config.rt_comparison_line = install(config)
+    if getattr(config.option, "nbval", False):  # a kernel that lost its port starts again
+        import nbval.kernel
+
+        from rt_lib.pipeline.kernel import retrying
+
+        if not getattr(nbval.kernel.start_new_kernel, "__wrapped_by_rt__", False):
+            nbval.kernel.start_new_kernel = retrying(nbval.kernel.start_new_kernel)
+            nbval.kernel.start_new_kernel.__wrapped_by_rt__ = True
     config.addinivalue_line("markers", "fault: a fault case (bad input, interruption, damaged "
                                        "file); counted in the summary line")
     config.addinivalue_line("markers", "long: a test of minutes (an end-to-end run): its module "

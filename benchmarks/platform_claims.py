@@ -29,7 +29,8 @@ import time
 from pathlib import Path
 
 from rt_lib.fingerprint import differences, fingerprint, recorded
-from rt_lib.portable import claim_statuses, notebook_differences
+from rt_lib.portable import (claim_lines, claim_statuses, notebook_differences, numbers,
+                             stream_texts, tolerance_of)
 
 ROOT = Path(__file__).resolve().parents[1]
 #: scripts/kernel_env.sh's settings: the recording's kernel path, which each path changes.
@@ -50,6 +51,23 @@ def platform_of(name: str) -> dict:
     out = subprocess.run([sys.executable, "-m", "rt_lib.fingerprint", "--json"],
                          env=path_env(name), capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
+
+
+def deviations(ref: dict, new: dict) -> dict[str, tuple[float, float]]:
+    """{claim id: (largest absolute, largest relative difference)} of its numbers, recorded
+    against this run (claims whose count of numbers differs are left out)."""
+    def lines(nb: dict) -> dict[str, str]:
+        return {cid: rest for text in stream_texts(nb).values()
+                for cid, (_, rest) in claim_lines(text).items()}
+    a, b, out = lines(ref), lines(new), {}
+    for cid in a.keys() & b.keys():
+        x, y = numbers(a[cid]), numbers(b[cid])
+        if len(x) == len(y):
+            diffs = [(abs(u - v), abs(u - v) / max(abs(u), abs(v)) if max(abs(u), abs(v)) else 0.0)
+                     for u, v in zip(x, y)]
+            out[cid] = (max((d[0] for d in diffs), default=0.0),
+                        max((d[1] for d in diffs), default=0.0))
+    return out
 
 
 def main() -> int:
@@ -75,7 +93,8 @@ def main() -> int:
         run = subprocess.run(command, cwd=ROOT, env=env)
         print(f"run: exit {run.returncode}, {time.perf_counter() - start:.0f} s", flush=True)
     flipped, compared = 0, 0
-    print(f"\n{'notebook':<26} {'claim':<34} {'recorded':<12} {args.path:<12} portable comparison")
+    print(f"\n{'notebook':<26} {'claim':<34} {'recorded':<12} {args.path:<12} "
+          f"{'largest diff':<18} {'tolerance':<22} portable comparison")
     for book in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         executed = results / book.stem / book.name
         if not executed.is_file():
@@ -87,13 +106,16 @@ def main() -> int:
         ref, new = json.loads(book.read_text()), json.loads(executed.read_text())
         problems = notebook_differences(ref, new, portable=True)
         a, b = claim_statuses(ref), claim_statuses(new)
+        moved = deviations(ref, new)
         verdict = "passes" if not problems else f"{len(problems)} differ"
-        for cid in a.keys() | b.keys():
+        for cid in sorted(a.keys() | b.keys()):
             compared += 1
             same = a.get(cid) == b.get(cid)
             flipped += not same
+            diff = (f"abs {moved[cid][0]:.3g} rel {moved[cid][1]:.2f}" if cid in moved
+                    else "numbers differ")
             print(f"{book.stem:<26} {cid:<34} {a.get(cid, '-'):<12} {b.get(cid, '-'):<12} "
-                  f"{'' if same else 'FLIPPED '}{verdict}")
+                  f"{diff:<18} {str(tolerance_of(cid)):<22} {'' if same else 'FLIPPED '}{verdict}")
         for cell, kind, before, after in problems:
             print(f"    cell {cell} {kind}: {before[:160]!r}" + (f" / now {after[:160]!r}" if after else ""))
     print(f"\n{compared} claim statuses compared, {flipped} differ from the recording "

@@ -14,7 +14,9 @@
 # keeps its evidence with its provenance (the commit from .gpu_bundle/COMMIT: .git may not
 # travel); and leaves at most 8 files in $OUT (else gpu_out/): gpu_run.log, evidence.tgz
 # (import it with python -m rt_lib.pipeline.evidence import) and checkpoints.tgz.NN (parts of at
-# most 15 MiB: the run's results folder, for --resume).
+# most 15 MiB: the run's results folder, for --resume).  The run itself goes to gpu_results/ (the
+# same path in every job, so that a resumed run finds the paths it started with), removed at the
+# end once packed.
 set -euo pipefail
 
 usage() { sed -n '4,9p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
@@ -53,7 +55,8 @@ export PYTHONPATH="$work/site:$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export PATH="$work/site/bin:$PATH"
 export RT_SOURCE_COMMIT
 RT_SOURCE_COMMIT=$(cat "$bundle/COMMIT" 2>/dev/null || echo unknown)
-export RT_RESULTS="$work/results"
+# the same folder in every job: a run resumed in the next job finds the paths it was started with
+export RT_RESULTS="$PWD/gpu_results"
 export TQDM_DISABLE=1
 export JUPYTER_RUNTIME_DIR="$work/runtime"  # kernel connection files: nothing left behind
 profile=gpu
@@ -71,6 +74,7 @@ print(f"gpu_run: Python {sys.version.split()[0]}")
 EOF
 echo "gpu_run: source commit $RT_SOURCE_COMMIT ($bundle/COMMIT)"
 
+rm -rf "$RT_RESULTS"
 mkdir -p "$RT_RESULTS"
 if [ -n "$resume" ]; then
   parts=("${resume%.[0-9][0-9]}".[0-9][0-9])
@@ -101,6 +105,7 @@ else
 fi
 rm -f "$out"/checkpoints.tgz.*
 tar -czf - -C "$RT_RESULTS" . | split -b 15M -d -a 2 - "$out/checkpoints.tgz."
+rm -rf "$RT_RESULTS"  # all of it is in the tarball
 n=$(ls "$out"/checkpoints.tgz.* | wc -l)
 if [ "$n" -gt 6 ]; then
   echo "gpu_run: warning: the checkpoints take $n parts of 15 MiB: only 8 files come back from a job"

@@ -431,6 +431,22 @@ def test_run_all_list_names_damaged_claims_and_parameters_and_lists_the_rest(res
     assert "runs with damaged records are listed above" in err
 
 
+def test_run_all_list_shows_a_failed_run_as_failed_whatever_it_recorded(results_tmp, capsys):
+    """A notebook that failed after recording two claims that held (13 on another CPU, say) is
+    listed as failed, not as "claims held 2/2"; its platform line comes first."""
+    folder = results_tmp / "13_miiii_neurons"
+    save_csv(pd.DataFrame({"id": ["a", "b"], "status": ["holds", "holds"]}), folder / "claims.csv")
+    (folder / "13_miiii_neurons.failed.ipynb").write_text("{}")
+    save_csv(pd.DataFrame({"id": ["a"], "status": ["holds"]}), results_tmp / "02_ok" / "claims.csv")
+    assert runner.main(["--list"]) == 0
+    out = capsys.readouterr().out
+    assert "platform: " in out and "comparison: " in out
+    line = next(x for x in out.splitlines() if "13_miiii_neurons" in x and "profile" in x)
+    assert "FAILED" in line and "13_miiii_neurons.failed.ipynb" in line
+    assert "claims held 2/2" not in line
+    assert "02_ok" in out and "claims held 1/1" in out
+
+
 def test_the_site_builder_names_a_damaged_claims_file(tmp_path):
     from rt_lib.pipeline.site import build_site
 

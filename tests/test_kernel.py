@@ -138,3 +138,29 @@ def test_kernels_started_side_by_side_all_answer():
     for proc in procs:
         proc.join(timeout=60)
     assert answers == ["'answered'"] * 6
+
+
+def test_nbvals_kernels_start_again_when_one_dies():
+    """The test command's own kernels (nbval's start function, wrapped by conftest.py) get the
+    same retries: a first start that dies is followed by one that answers."""
+    from nbval import kernel as nbval_kernel
+
+    from rt_lib.pipeline.kernel import retrying
+
+    real = getattr(nbval_kernel.start_new_kernel, "__wrapped__", nbval_kernel.start_new_kernel)
+    calls = []
+
+    def flaky(**kwargs):
+        calls.append(kwargs)
+        if len(calls) == 1:
+            raise RuntimeError("Kernel died before replying to kernel_info")
+        return real(**kwargs)
+
+    km, kc = retrying(flaky)(kernel_name="python3", startup_timeout=60)
+    try:
+        assert len(calls) == 2 and km.is_alive()
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    with pytest.raises(RuntimeError, match="did not start in 5 tries"):
+        retrying(lambda **kw: (_ for _ in ()).throw(RuntimeError("Kernel died")))()

@@ -95,3 +95,21 @@ class PatientKernelManager(AsyncKernelManager):
             for name in PORTS:
                 setattr(self, name, 0)
         raise RuntimeError(f"the kernel did not start in {START_TRIES} tries: {'; '.join(errors)}")
+
+
+def retrying(start_new_kernel: Any) -> Any:
+    """``start_new_kernel`` (nbval's: how the test command starts each notebook's kernel) tried
+    up to :data:`START_TRIES` times, each with a new manager and so new ports: two test workers
+    start kernels side by side as the runner's notebooks do.  ``conftest.py`` installs it."""
+
+    def start(**kwargs: Any) -> tuple[Any, Any]:
+        errors = []
+        for _ in range(START_TRIES):
+            try:
+                return start_new_kernel(**kwargs)
+            except RuntimeError as err:  # "Kernel died before replying", "didn't respond"
+                errors.append(str(err))
+        raise RuntimeError(f"the kernel did not start in {START_TRIES} tries: "
+                           f"{'; '.join(errors)}")
+
+    return start
