@@ -115,6 +115,10 @@ def test_a_smoke_job_runs_offline_and_packs_its_evidence(job):
     assert record["commit"] == (job["bundle"] / "COMMIT").read_text().strip()
     assert record["command"] == "scripts/gpu_run.sh --smoke 11,13"
     assert {"11_miiii_training", "13_miiii_neurons"} <= {p.name for p in run.iterdir()}
+    # T_miiii, its lambda = 0 and dropout-0 runs: 13 read the first instead of training another
+    results = _extract(sorted(out.glob("checkpoints.tgz.*")), job["tmp"] / "results_first")
+    assert len(list(results.glob("gpu-smoke/11_miiii_training/runs/*/last.pt"))) == 3
+    assert not list(results.glob("gpu-smoke/13_miiii_neurons/runs/*/last.pt"))
 
 
 def test_its_evidence_imports_and_shows_as_a_column_of_the_site(job, tmp_path):
