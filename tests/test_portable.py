@@ -97,3 +97,17 @@ def test_nbval_on_a_flipped_claim_fails_both_ways(tmp_path, mode):
     result = _nbval(tmp_path, mode, LINE, LINE.replace("[HOLDS]", "[NOT SHOWN]"))
     assert result.returncode == 1, result.stdout[-3000:]
     assert "1 failed" in result.stdout
+
+
+def test_a_status_only_claim_compares_its_status_and_not_its_numbers():
+    """The ledger states status_only where a claim's numbers are identities (which heads)."""
+    assert not tolerance_of("mi-small-primes-first").numbers
+    line = "[HOLDS] mi-small-primes-first: first two heads to generalise: [2, 3]\n"
+    assert claim_problems(line, line.replace("[2, 3]", "[2, 5, 7]")) == []
+    assert claim_problems(line, line.replace("[HOLDS]", "[FAILS]")) == [
+        "mi-small-primes-first: status FAILS here, HOLDS recorded"]
+
+
+def test_a_ledger_tolerance_replaces_the_default():
+    tol = tolerance_of("mi-grokfast-needed")
+    assert tol != DEFAULT_TOLERANCE and tol.numbers and "miiii_budgets" in tol.why
