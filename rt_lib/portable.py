@@ -71,12 +71,25 @@ def status_only(why: str) -> Tolerance:
 DEFAULT_TOLERANCE = Tolerance(abs=0.1, rel=0.35, why="the CPU profile's seed-to-seed spread")
 
 
+#: Claims of our own (not in the ledger) whose numbers move further than the default, measured
+#: under another kernel path (benchmarks/platform_claims.py; benchmarks/results/platform_claims.md).
+OURS: dict[str, Tolerance] = {
+    "nanda-positions-more-alike-all-dims": Tolerance(
+        abs=0.5, rel=0.6, why="one run a side: Pearson r over 128 dims 0.59 and -0.29 recorded, "
+        "0.28 and -0.12 under ATen's AVX-512 kernels"),
+    "random-solves-fewer-heads-d128": status_only(
+        "its numbers are the heads each model solves, which move with the rounding as with the "
+        "seed"),
+}
+
+
 def tolerance_of(claim_id: str) -> Tolerance:
-    """The tolerance the ledger states beside ``claim_id`` (``tolerance: {abs, rel, why}``), else
+    """The tolerance the ledger states beside ``claim_id`` (``tolerance: {abs, rel, why}`` or
+    ``{status_only: why}``), or :data:`OURS` for a claim of our own, else
     :data:`DEFAULT_TOLERANCE`."""
     from rt_lib.claims import ledger_tolerance
 
-    return ledger_tolerance(claim_id) or DEFAULT_TOLERANCE
+    return ledger_tolerance(claim_id) or OURS.get(claim_id) or DEFAULT_TOLERANCE
 
 
 def numbers(text: str) -> list[float]:

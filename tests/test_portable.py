@@ -29,6 +29,29 @@ def test_the_portable_rules_mask_numbers_and_keep_words():
     assert masked("valid acc 0.398", rules) != masked("train acc 0.398", rules)
 
 
+@pytest.mark.parametrize("recorded, here", [
+    ("<td>converged</td>", "<td>still improving</td>"),  # a run outcome
+    ("<td>NaN</td>", "<td>3020.0</td>"),  # a head not generalised here, generalised there
+    ("  0.991 [0.98, 1.0]\n  0.5 [0.4] †", "  0.991 [0.98, 1.0] †\n  0.5 [0.4]"),  # daggers
+    ("below: {5: 0.934, 7: 0.496}", "below: {5: 0.9, 7: 0.4, 11: 0.1}"),  # a dict of heads
+    ("[NOT SHOWN] mi-every-head-groks: 2 of 11 heads (x)\n", "[NOT SHOWN] mi-every-head-groks: 3 of 11, more\n"),
+])
+def test_what_moves_with_the_rounding_is_masked(recorded, here):
+    rules = sanitize_rules([STRICT_SANITIZE, PORTABLE_SANITIZE])
+    assert masked(recorded, rules) == masked(here, rules)
+
+
+@pytest.mark.parametrize("recorded, here", [
+    ("[HOLDS] a-b: 1\n", "[FAILS] a-b: 1\n"),  # a status
+    ("[HOLDS] a-b: 1\n", "[HOLDS] a-c: 1\n"),  # a claim
+    ("train acc 0.9", "valid acc 0.9"),  # a word
+    ("<Figure size 1210x418 with 2 Axes>", "<Figure size 1210x400 with 2 Axes>"),  # a figure's size
+])
+def test_what_must_hold_on_any_platform_is_not_masked(recorded, here):
+    rules = sanitize_rules([STRICT_SANITIZE, PORTABLE_SANITIZE])
+    assert masked(recorded, rules) != masked(here, rules)
+
+
 def test_claims_a_last_digit_apart_agree():
     assert claim_problems(LINE, LINE.replace("0.61", "0.62").replace("0.36,", "0.37,")) == []
 

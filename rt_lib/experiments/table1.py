@@ -57,12 +57,7 @@ EXPERIMENT = Experiment(
             "benchmarks/results/decimal_scale.md): random transformer exact match 1.000 on 3 of "
             "3 restarts, the fully trained LSTM (lr 5e-3) 0.000 on 3 of 3, a separation on that "
             "task; the other three tasks at the paper's scale are the paper profile's (an "
-            "estimate)"),
-        "rt-t1-width16-fails": (
-            "the wide random transformer has every restart converged and solving on needle "
-            "alone in the CPU budgets (modular addition and parentheses have restarts cut "
-            "short, decimal addition is not solved at width 128): the claim needs two tasks; "
-            "the paper profile trains every task to the end (an estimate)")})
+            "estimate)")})
 
 
 def load_metrics() -> pd.DataFrame:
@@ -169,7 +164,12 @@ def check_claims(metrics: pd.DataFrame, table: pd.DataFrame, claims: Claims,
     rows = main_rows(table)
     scale = "width 1024, 10 restarts (the paper profile)"
 
-    def cut(task: str, model: str, width: int) -> bool:
+    def cut(task: str, model: str, width: int, values: list[float] | None = None) -> bool:
+        """Restarts still improving when their steps ran out, unless every one is at ``solved``
+        already: a run at its ceiling is not cut short (whether its loss was still falling there
+        moves with the last bits of the rounding, as with the seed)."""
+        if values and min(values) >= solved:
+            return False
         hit = rows[(rows.task == task) & (rows.model == model) & (rows.width == width)]
         return hit.empty or hit.iloc[0]["budget"] not in ("converged", "unknown")
 
@@ -187,12 +187,13 @@ def check_claims(metrics: pd.DataFrame, table: pd.DataFrame, claims: Claims,
             claims.ours(f"table1-trained-solves-{task.replace(' ', '-')}",
                         f"the fully trained transformer solves {task} (Table 1's other row)",
                         f"width {wide}: " + ", ".join(f"{v:.3f}" for v in trained),
-                        reaches(trained, solved) if not cut(task, "trained transformer", wide)
+                        reaches(trained, solved) if not cut(task, "trained transformer", wide,
+                                                            trained)
                         else Verdict(NOT_SHOWN, "restarts cut short by their budget"),
                         scale=scale)
         if not rnd or not lstm:
             lstm_parts.append(Verdict(NOT_SHOWN, f"{task}: no random transformer or LSTM"))
-        elif cut(task, "random transformer", wide) or cut(task, "trained LSTM", wide):
+        elif cut(task, "random transformer", wide, rnd) or cut(task, "trained LSTM", wide, lstm):
             lstm_parts.append(Verdict(NOT_SHOWN, f"{task}: restarts cut short by their budget"))
         else:
             above = larger(rnd, lstm)
@@ -205,7 +206,7 @@ def check_claims(metrics: pd.DataFrame, table: pd.DataFrame, claims: Claims,
                 lstm_parts.append(Verdict(above.status, f"{task}: {above.margin}"))
         details["lstm"].append(f"{task} d={wide}: random {_fmt(rnd)} vs LSTM {_fmt(lstm)}")
         narrow = _restarts(metrics, task, "random transformer", 16) if wide != 16 else []
-        if (narrow and rnd and min(rnd) >= solved and not cut(task, "random transformer", wide)
+        if (narrow and rnd and min(rnd) >= solved and not cut(task, "random transformer", wide, rnd)
                 and not cut(task, "random transformer", 16)):
             gap = larger(rnd, [v + fails_gap for v in narrow])
             narrow_parts.append(Verdict(gap.status, f"{task}: {gap.margin}"))
@@ -215,7 +216,8 @@ def check_claims(metrics: pd.DataFrame, table: pd.DataFrame, claims: Claims,
     claims.check("rt-t1-beats-lstm", "; ".join(details["lstm"]), every(lstm_parts), scale=scale)
     if len(narrow_parts) < 2:
         narrow_parts.append(Verdict(NOT_SHOWN, f"{len(narrow_parts)} task(s) where the wide random "
-                                               "transformer solves it with every run converged: "
+                                               "transformer solves it, every run converged or "
+                                               "at the ceiling: "
                                                "needs 2"))
     claims.check("rt-t1-width16-fails", "; ".join(details["narrow"]) or "no task qualifies",
                  every(narrow_parts), scale="width 16 vs 1024 (the paper profile)")
