@@ -134,3 +134,21 @@ def test_a_status_only_claim_compares_its_status_and_not_its_numbers():
 def test_a_ledger_tolerance_replaces_the_default():
     tol = tolerance_of("mi-grokfast-needed")
     assert tol != DEFAULT_TOLERANCE and tol.numbers and "miiii_budgets" in tol.why
+
+
+def test_a_tables_plain_text_twin_is_left_to_its_html():
+    """pandas wraps a table's plain text by its widest cell; the portable comparison compares the
+    HTML (masked) and leaves the plain text out, the strict one compares both."""
+    from rt_lib.portable import notebook_differences
+
+    def book(plain: str, html: str) -> dict:
+        out = {"output_type": "display_data", "metadata": {},
+               "data": {"text/plain": plain, "text/html": html}}
+        return {"cells": [{"cell_type": "code", "source": "", "outputs": [out]}]}
+
+    a = book("   run  budget\n0  a   converged", "<td>converged</td><td>0.5</td>")
+    b = book("   run \\\n0  a   \n\n   budget\n0  still improving", "<td>still improving</td><td>0.6</td>")
+    assert notebook_differences(a, b, portable=True) == []
+    assert len(notebook_differences(a, b, portable=False)) == 2
+    c = book("x", "<td>converged</td><td>0.5</td><td>extra</td>")
+    assert notebook_differences(a, c, portable=True)  # a column more still shows
