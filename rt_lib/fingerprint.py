@@ -49,27 +49,25 @@ KERNEL_ENV = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA", "OPENBLAS
 DECIDING = ("torch", "threads", "kernels")
 
 
-def _cpuinfo() -> dict[str, str]:
-    """Vendor, family, model and name of the CPU where the OS says them (Linux, macOS)."""
-    info = {"vendor": "", "family": "", "model": "", "name": platform.processor()}
+def _ask(command: list[str]) -> str:
+    """What a system command prints ("" where it is missing or fails)."""
     try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        text = ""
-    keys = {"vendor_id": "vendor", "cpu family": "family", "model": "model",
-            "model name": "name"}
-    for line in text.splitlines():
-        if not line.strip():
-            break  # the first processor is enough
+        return subprocess.run(command, capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def _cpuinfo() -> dict[str, str]:
+    """Vendor, family, model and name of the CPU as the OS's own tool says them (``lscpu`` on
+    Linux, ``sysctl`` on macOS); only descriptive, the kernel hashes decide a match."""
+    info = {"vendor": "", "family": "", "model": "", "name": platform.processor()}
+    keys = {"Vendor ID": "vendor", "CPU family": "family", "Model": "model", "Model name": "name"}
+    for line in _ask(["lscpu"]).splitlines():
         key, _, value = line.partition(":")
-        if key.strip() in keys:
+        if key.strip() in keys and value.strip():
             info[keys[key.strip()]] = value.strip()
-    if not text and sys.platform == "darwin":
-        try:
-            info["name"] = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"],
-                                          capture_output=True, text=True, timeout=10).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            pass
+    if sys.platform == "darwin":
+        info["name"] = _ask(["sysctl", "-n", "machdep.cpu.brand_string"]).strip() or info["name"]
     return info
 
 

@@ -147,8 +147,7 @@ def test_nbvals_kernels_start_again_when_one_dies():
 
     from rt_lib.pipeline.kernel import retrying
 
-    real = getattr(nbval_kernel.start_new_kernel, "__wrapped__", nbval_kernel.start_new_kernel)
-    calls = []
+    real, calls = nbval_kernel.start_new_kernel, []
 
     def flaky(**kwargs):
         calls.append(kwargs)
