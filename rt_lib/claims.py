@@ -12,6 +12,9 @@ stand-in for a paper's claim is one of ours.  Each record is appended to ``claim
 run's folder at once (an interrupted notebook keeps what it checked), and printed.  A status is
 one of ``holds``, ``fails``, ``not shown`` (the comparison did not separate, or a claim measured
 not to show at this profile's scale: with the scale expected to show it) and ``not checked``.
+A claim not shown says why in its ``reason`` (:data:`~rt_lib.verdicts.REASONS`): ``runs``,
+``budget``, ``noise``, or ``contrary`` where the measurement went against the paper at a scale
+declared not to show it: ``fails`` is kept for a claim measured where it should show.
 
 :meth:`Claims.done` ends the checks.  In a profile's own run (the committed CPU profile, which
 nbval re-runs, or the paper profile) it fails the notebook on a claim that fails, on one not
@@ -24,7 +27,7 @@ exploration run every status is reported and the notebook finishes: asking is no
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from functools import cache
 from pathlib import Path
 
@@ -32,7 +35,7 @@ import pandas as pd
 import yaml
 
 from rt_lib.io import damaged, read_csv_result, save_csv
-from rt_lib.verdicts import FAILS, HOLDS, NOT_CHECKED, NOT_SHOWN, STATUSES, Verdict
+from rt_lib.verdicts import CONTRARY, FAILS, HOLDS, NOT_CHECKED, NOT_SHOWN, REASONS, STATUSES, Verdict
 
 FILENAME = "claims.csv"
 LEDGER = Path(__file__).with_name("ledger.yaml")
@@ -112,6 +115,7 @@ class Claim:
     scale: str = ""  # not shown: the scale expected to show it (and the measurement declaring
     # it not to show at this profile's scale); not checked: why
     own: bool = False  # a claim of ours: counted apart from the papers'
+    reason: str = ""  # not shown: why (rt_lib.verdicts.REASONS: runs, budget, contrary, noise)
 
     def __str__(self) -> str:
         what = self.scale if self.status == NOT_CHECKED else self.measured
@@ -146,18 +150,22 @@ class Claims:
         print(claim)
         return claim
 
-    def _status(self, id: str, verdict: Verdict | bool, scale: str) -> tuple[str, str, str]:
-        """(status, margin, scale): a claim that does not hold here and was declared not to
-        show at this profile's scale is ``not shown`` with the declared measurement."""
+    def _status(self, id: str, verdict: Verdict | bool,
+                scale: str) -> tuple[str, str, str, str]:
+        """(status, margin, scale, reason): a claim that does not hold here and was declared
+        not to show at this profile's scale is ``not shown`` with the declared measurement, and
+        keeps the verdict's direction in its reason (``contrary`` for one that fails)."""
         if isinstance(verdict, bool):
             verdict = Verdict(HOLDS if verdict else FAILS, "")
         status = verdict.status
         if status == HOLDS:
-            return status, verdict.margin, ""  # the scale says where a claim not shown would show
+            return status, verdict.margin, "", ""  # the scale says where a claim not shown would show
+        reason = CONTRARY if status == FAILS else verdict.reason
         if id in self.not_shown:
             declared = self.not_shown[id]
-            return NOT_SHOWN, verdict.margin, f"{scale}; measured: {declared}" if scale else declared
-        return status, verdict.margin, scale
+            return (NOT_SHOWN, verdict.margin,
+                    f"{scale}; measured: {declared}" if scale else declared, reason)
+        return status, verdict.margin, scale, reason if status == NOT_SHOWN else ""
 
     def check(self, id: str, measured: str, verdict: Verdict | bool, scale: str = "") -> Claim:
         """Record ledger claim ``id``: ``measured`` says what this run measured; the verdict's
@@ -169,9 +177,10 @@ class Claims:
         if self.notebook and entry.notebook != self.notebook:
             raise ValueError(f"claim {id!r} is checked by {entry.notebook} (the ledger), "
                              f"not {self.notebook}")
-        status, margin, scale = self._status(id, verdict, scale)
+        status, margin, scale, reason = self._status(id, verdict, scale)
         text = f"{measured} ({margin})" if margin else measured
-        return self._record(Claim(id, entry.citation, entry.value, text, status, scale))
+        return self._record(Claim(id, entry.citation, entry.value, text, status, scale,
+                                  reason=reason))
 
     def not_checked(self, id: str, why: str) -> Claim:
         """Record ledger claim ``id`` as not checked, saying why."""
@@ -186,9 +195,10 @@ class Claims:
         counted apart from the papers' claims."""
         if id in ledger():
             raise ValueError(f"{id!r} is a ledger id: record it with Claims.check")
-        status, margin, scale = self._status(id, verdict, scale)
+        status, margin, scale, reason = self._status(id, verdict, scale)
         text = f"{measured} ({margin})" if margin else measured
-        return self._record(Claim(id, OURS, statement, text, status, scale, own=True))
+        return self._record(Claim(id, OURS, statement, text, status, scale, own=True,
+                                  reason=reason))
 
     def done(self) -> None:
         """End of the checks: report the counts; in a profile's own run raise on a claim that
@@ -248,9 +258,15 @@ def read(folder: Path) -> pd.DataFrame | None:
                            for h, e in zip(holds, expected)]
         table["measured"] = table.get("ours", "")
     table["own"] = _flag(table, "own", False)
+    if "reason" not in table:  # written before reasons: a claim not shown reads "unknown"
+        table["reason"] = ""
+    table["reason"] = table["reason"].astype(str)
     unknown = set(table["status"]) - set(STATUSES)
     if unknown:
         raise damaged(path, f"unknown statuses {sorted(unknown)}")
+    odd = set(table["reason"]) - set(REASONS) - {""}
+    if odd:
+        raise damaged(path, f"unknown reasons {sorted(odd)}")
     return table
 
 
@@ -265,10 +281,19 @@ class Summary:
     papers: Counter  # status -> count over the papers' claims
     ours: Counter  # status -> count over our own claims
     lines: list[str]  # one per claim that does not hold, with its run
+    papers_why: Counter = field(default_factory=Counter)  # reason -> count, papers' not shown
+    ours_why: Counter = field(default_factory=Counter)  # reason -> count, ours not shown
 
 
-def counts_line(counts: Counter) -> str:
-    return ", ".join(f"{counts[s]} {s}" for s in STATUSES)
+def counts_line(counts: Counter, reasons: Counter | None = None) -> str:
+    """``13 holds, 0 fails, 14 not shown (6 runs, 3 budget, 3 contrary, 2 noise), 2 not
+    checked``: the reasons of the claims not shown, where given (``unknown``: a ``claims.csv``
+    written before reasons)."""
+    why = ""
+    if reasons and counts[NOT_SHOWN]:
+        why = " (" + ", ".join(f"{reasons[r]} {r or 'unknown'}" for r in (*REASONS, "")
+                               if reasons[r]) + ")"
+    return ", ".join(f"{counts[s]} {s}" + (why if s == NOT_SHOWN else "") for s in STATUSES)
 
 
 def summary(folders: dict[str, Path]) -> Summary:
@@ -281,11 +306,14 @@ def summary(folders: dict[str, Path]) -> Summary:
             continue
         for row in table.itertuples():
             (out.ours if row.own else out.papers)[row.status] += 1
+            if row.status == NOT_SHOWN:
+                (out.ours_why if row.own else out.papers_why)[row.reason] += 1
             if row.status != HOLDS:
                 mine = " (ours)" if row.own else ""
                 what = row.scale if row.status == NOT_CHECKED else (
                     f"{row.measured}; {row.scale}" if row.scale else row.measured)
-                out.lines.append(f"{name}: {row.status}{mine}: {row.id}: {what}")
+                why = f" ({row.reason})" if row.status == NOT_SHOWN and row.reason else ""
+                out.lines.append(f"{name}: {row.status}{why}{mine}: {row.id}: {what}")
     return out
 
 

@@ -6,6 +6,13 @@ not overlap, or, for single measurements, when the difference exceeds ``k`` time
 measured over seeds elsewhere (a ``benchmarks/`` script, named in the claim).  What does not
 separate is ``not shown``, never ``holds``; a clear difference the wrong way ``fails``.
 
+A ``not shown`` verdict says why, with one of :data:`REASONS`: ``runs`` (fewer than
+``MIN_RUNS`` usable runs a side: too few, or one diverged), ``budget`` (runs cut short by their
+steps), ``noise`` (enough complete runs, inside their spread), or ``contrary`` (the measurement
+points against the paper at this scale: :mod:`rt_lib.claims` records a verdict that ``fails``
+on a claim declared not to show at this profile's scale as ``not shown``, ``contrary``, so the
+direction of the measurement is kept).
+
 Every function returns a :class:`Verdict` whose ``margin`` says how it was judged, for the
 claim's "ours" text.  Pure functions of their inputs: :mod:`rt_lib.claims` records them.
 """
@@ -20,16 +27,28 @@ from statistics import median
 HOLDS, FAILS, NOT_SHOWN, NOT_CHECKED = "holds", "fails", "not shown", "not checked"
 STATUSES = (HOLDS, FAILS, NOT_SHOWN, NOT_CHECKED)
 MIN_RUNS = 3  # seeds or restarts per side (DEVELOPERS.md: "Margins, not ties")
+CONTRARY, NOISE, BUDGET, RUNS = "contrary", "noise", "budget", "runs"
+# why a claim is not shown, in the order a claim of several parts reports the first it has:
+# too few runs or runs cut short first (no margin can be had from them), then a part pointing
+# against the paper, then one inside the spread
+REASONS = (RUNS, BUDGET, CONTRARY, NOISE)
 
 
 @dataclass(frozen=True)
 class Verdict:
     status: str  # holds, fails or not shown
     margin: str  # how the margin was judged, e.g. "ranges [0.91, 0.95] and [0.40, 0.52] apart"
+    reason: str = ""  # not shown: why, one of REASONS (every caller must say); else ""
 
     def __post_init__(self) -> None:
         if self.status not in (HOLDS, FAILS, NOT_SHOWN):
             raise ValueError(f"a verdict is holds, fails or not shown, got {self.status!r}")
+        if self.status == NOT_SHOWN and self.reason not in REASONS:
+            raise ValueError(f"a verdict not shown needs a reason, one of {REASONS}, got "
+                             f"{self.reason!r} ({self.margin})")
+        if self.status != NOT_SHOWN and self.reason:
+            raise ValueError(f"only a verdict not shown has a reason, got {self.status!r} "
+                             f"with {self.reason!r}")
 
     @property
     def holds(self) -> bool:
@@ -48,8 +67,8 @@ def _diverged(*sides: Sequence[float]) -> Verdict | None:
     """Not shown when any run's value is not a finite number (a NaN or diverged run): min and
     max would skip a NaN, or not, by its place in the list; no such run makes a claim hold."""
     bad = sum(not math.isfinite(x) for side in sides for x in side)
-    return Verdict(NOT_SHOWN, f"{bad} run(s) diverged (NaN or infinite): nothing to compare") \
-        if bad else None
+    return Verdict(NOT_SHOWN, f"{bad} run(s) diverged (NaN or infinite): nothing to compare",
+                   RUNS) if bad else None
 
 
 def larger(a: Sequence[float], b: Sequence[float], min_runs: int = MIN_RUNS) -> Verdict:
@@ -60,7 +79,8 @@ def larger(a: Sequence[float], b: Sequence[float], min_runs: int = MIN_RUNS) -> 
     if not a or not b:
         raise ValueError("larger() needs at least one value a side")
     if _few(a, min_runs) or _few(b, min_runs):
-        return Verdict(NOT_SHOWN, f"{len(a)} and {len(b)} runs: fewer than {min_runs} a side")
+        return Verdict(NOT_SHOWN, f"{len(a)} and {len(b)} runs: fewer than {min_runs} a side",
+                       RUNS)
     if diverged := _diverged(a, b):
         return diverged
     text = f"ranges {_span(a)} and {_span(b)}"
@@ -68,7 +88,7 @@ def larger(a: Sequence[float], b: Sequence[float], min_runs: int = MIN_RUNS) -> 
         return Verdict(HOLDS, f"{text} apart")
     if max(a) < min(b):
         return Verdict(FAILS, f"{text} apart, the wrong way")
-    return Verdict(NOT_SHOWN, f"{text} overlap")
+    return Verdict(NOT_SHOWN, f"{text} overlap", NOISE)
 
 
 def smaller(a: Sequence[float], b: Sequence[float], min_runs: int = MIN_RUNS) -> Verdict:
@@ -90,7 +110,7 @@ def beyond_noise(difference: float, noise: float, source: str, k: float = 2.0) -
         return Verdict(HOLDS, text)
     if difference < -k * noise:
         return Verdict(FAILS, text + ", the wrong way")
-    return Verdict(NOT_SHOWN, text + ": within the noise")
+    return Verdict(NOT_SHOWN, text + ": within the noise", NOISE)
 
 
 def reaches(values: Sequence[float], threshold: float, min_runs: int = MIN_RUNS) -> Verdict:
@@ -98,7 +118,7 @@ def reaches(values: Sequence[float], threshold: float, min_runs: int = MIN_RUNS)
     ``threshold``: holds or fails; fewer than ``min_runs`` restarts is not shown."""
     values = [float(x) for x in values]
     if _few(values, min_runs):
-        return Verdict(NOT_SHOWN, f"{len(values)} restarts: fewer than {min_runs}")
+        return Verdict(NOT_SHOWN, f"{len(values)} restarts: fewer than {min_runs}", RUNS)
     if diverged := _diverged(values):
         return diverged
     m = median(values)
@@ -108,13 +128,17 @@ def reaches(values: Sequence[float], threshold: float, min_runs: int = MIN_RUNS)
 
 def every(verdicts: Iterable[Verdict]) -> Verdict:
     """All of several verdicts (a claim made of parts): fails if any part fails, holds if every
-    part holds, else not shown; the margins joined."""
+    part holds, else not shown, for the first reason of :data:`REASONS` a part not shown
+    has; the margins joined."""
     verdicts = list(verdicts)
     if not verdicts:
-        return Verdict(NOT_SHOWN, "nothing to compare")
+        return Verdict(NOT_SHOWN, "nothing to compare", RUNS)
     statuses = {v.status for v in verdicts}
     status = FAILS if FAILS in statuses else HOLDS if statuses == {HOLDS} else NOT_SHOWN
-    return Verdict(status, "; ".join(dict.fromkeys(v.margin for v in verdicts if v.margin)))
+    reasons = {v.reason for v in verdicts if v.status == NOT_SHOWN}
+    reason = next((r for r in REASONS if r in reasons), "") if status == NOT_SHOWN else ""
+    return Verdict(status, "; ".join(dict.fromkeys(v.margin for v in verdicts if v.margin)),
+                   reason)
 
 
 def bool_verdict(holds: bool, margin: str) -> Verdict:
@@ -123,5 +147,6 @@ def bool_verdict(holds: bool, margin: str) -> Verdict:
     return Verdict(HOLDS if holds else FAILS, margin)
 
 
-__all__ = ["HOLDS", "FAILS", "NOT_SHOWN", "NOT_CHECKED", "STATUSES", "MIN_RUNS", "Verdict",
+__all__ = ["HOLDS", "FAILS", "NOT_SHOWN", "NOT_CHECKED", "STATUSES", "MIN_RUNS", "CONTRARY",
+           "NOISE", "BUDGET", "RUNS", "REASONS", "Verdict",
            "larger", "smaller", "beyond_noise", "reaches", "every", "bool_verdict"]

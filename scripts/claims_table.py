@@ -3,7 +3,8 @@
     .venv/bin/python scripts/claims_table.py [results root]      # default: results/
 
 One row per ledger claim (rt_lib/ledger.yaml) in the ledger's order, then the claims of our own:
-id, notebook, status, and what was measured with its margin (or why it was not checked).  A
+id, notebook, status (a claim not shown with its reason: runs, budget, contrary, noise), and
+what was measured with its margin (or why it was not checked).  A
 ledger claim no run under the root recorded reads "not run".
 """
 
@@ -32,10 +33,15 @@ def rows(root: Path) -> list[tuple[str, str, str, str, str]]:
             out.append((claim.id, notebook, "not run", "paper", ""))
         else:
             what = row.scale if row.status == "not checked" else row.measured
-            out.append((claim.id, notebook, row.status, "paper", what))
+            out.append((claim.id, notebook, _status(row), "paper", what))
     for notebook, row in ours:
-        out.append((row.id, notebook, row.status, "ours", row.measured))
+        out.append((row.id, notebook, _status(row), "ours", row.measured))
     return out
+
+
+def _status(row) -> str:
+    """``not shown (noise)``: a status with the reason of a claim not shown."""
+    return f"{row.status} ({row.reason})" if row.status == "not shown" and row.reason else row.status
 
 
 def main(argv: list[str]) -> None:

@@ -178,3 +178,124 @@ def test_needle_heads_of_models_no_better_than_untrained_ones_are_not_shown(tmp_
     check_claims(GridResult(metrics=metrics, models=models), task.test[0], record)
     assert _status(record, "rt-t1-needle") == "holds"
     assert _status(record, "rt-fig2-needle-heads") == "not shown"
+
+
+def _reason(record, claim_id):
+    return next(c.reason for c in record.claims if c.id == claim_id)
+
+
+def test_figure3s_circle_needs_a_median_restart_on_the_circle_and_three_restarts(tmp_path):
+    from types import SimpleNamespace
+
+    from rt_lib.experiments.modular_addition import check_claims
+
+    def inputs(on13, best, test_acc=1.0):
+        n = len(on13)
+        metrics = pd.DataFrame({"model": "random transformer", "width": 64, "restart": range(n),
+                                "test_acc": test_acc})
+        circles = pd.DataFrame(
+            [{"model": "random transformer", "width": 64, "restart": r, "pcs": "1/3",
+              "best_pair": False, "circularity": c} for r, c in enumerate(on13)]
+            + [{"model": "random transformer", "width": 64, "restart": r, "pcs": "2/5",
+                "best_pair": True, "circularity": c} for r, c in enumerate(best)])
+        return SimpleNamespace(metrics=metrics), circles
+
+    got = {}
+    for want, (on13, best, acc) in {
+            "holds": ([0.95, 0.35, 0.92], [0.97, 0.96, 0.95], 1.0),
+            # on PCs 1/3 the median restart is off the circle; elsewhere it is on one
+            "fails": ([0.35, 0.96, 0.86], [0.97, 0.96, 0.95], 0.5),
+            "not shown": ([0.95, 0.97], [0.97, 0.96], 1.0)}.items():  # two restarts
+        record = _record(tmp_path / want, "01_modular_addition")
+        check_claims(*inputs(on13, best, acc), record)
+        got[want] = {c.id: (c.status, c.reason) for c in record.claims}
+    assert got["holds"] == {"rt-t1-modular": ("holds", ""), "rt-fig3-circle-pcs13": ("holds", ""),
+                            "circle-among-top-pcs": ("holds", "")}
+    assert got["fails"]["rt-fig3-circle-pcs13"] == ("fails", "")
+    assert got["fails"]["circle-among-top-pcs"] == ("holds", "")  # ours is apart from the paper's
+    assert got["fails"]["rt-t1-modular"] == ("fails", "")  # median 0.5 < 0.99
+    assert got["not shown"]["rt-fig3-circle-pcs13"] == ("not shown", "runs")
+
+
+def test_periodic_neurons_need_every_trained_model_above_every_untrained_one(tmp_path, monkeypatch):
+    """Notebook 13's checks on stand-in models whose share is given: ranges apart holds, the
+    wrong way fails, overlapping is not shown (noise); the active-frequency count must rise."""
+    from types import SimpleNamespace
+
+    from rt_lib.experiments import miiii_neurons
+    from rt_lib.experiments.miiii_neurons import UNTRAINED_SEEDS, NeuronParams, check_claims
+
+    untrained = dict(zip(UNTRAINED_SEEDS, (0.40, 0.35, 0.42)))
+    # build_model(cfg, seed).eval() is the untrained stand-in of that seed
+    monkeypatch.setattr(miiii_neurons, "build_model", lambda cfg, seed: SimpleNamespace(
+        eval=lambda: SimpleNamespace(share=untrained[seed])))
+    monkeypatch.setattr(miiii_neurons, "model_share", lambda model, p, params: model.share)
+
+    def stand_in(share):
+        return SimpleNamespace(share=share, cfg=None)
+
+    def record(trained_shares, active, interaction=(0.05, 0.5)):
+        claims = _record(tmp_path / f"r{len(list(tmp_path.iterdir()))}", "13_miiii_neurons")
+        check_claims(pd.DataFrame({"epoch": [0, 1000], "interaction share": list(interaction)}),
+                     pd.DataFrame({"epoch": [0, 1, 2, 3, 4, 5],
+                                   "active, neuron 0 (k = 1)": active}),
+                     {}, {s: stand_in(v) for s, v in enumerate(trained_shares)}, 13,
+                     NeuronParams(), claims)
+        return {c.id: (c.status, c.reason) for c in claims.claims}
+
+    rise, fall = [1, 1, 2, 3, 5, 6], [6, 5, 3, 2, 1, 1]
+    got = record([0.60, 0.64, 0.46], rise)
+    assert got["mi-neurons-periodic"] == ("holds", "")
+    assert got["mi-active-frequencies"] == ("holds", "")
+    assert got["mlp-combines-the-digits"] == ("holds", "")
+    got = record([0.20, 0.25, 0.30], fall, interaction=(0.05, 0.2))
+    assert got["mi-neurons-periodic"] == ("fails", "")
+    assert got["mi-active-frequencies"] == ("fails", "")
+    assert got["mlp-combines-the-digits"] == ("fails", "")
+    got = record([0.60, 0.64, 0.41], [3, 3, 3, 3, 3, 3])  # one trained model among the untrained
+    assert got["mi-neurons-periodic"] == ("not shown", "noise")
+    assert got["mi-active-frequencies"][0] != "holds"  # a flat count is no rise
+    got = record([0.60, 0.64], rise)  # two trained models
+    assert got["mi-neurons-periodic"] == ("not shown", "runs")
+
+
+def test_table2_is_checked_only_at_p_113_over_a_space_holding_its_values(tmp_path):
+    from rt_lib.experiments.miiii_search import TABLE1_SPACE, TABLE2, SearchParams, check_claims
+    space = {n: list(TABLE1_SPACE[n]) + [v] for n, v in TABLE2.items()}  # Table 1's, and 2's
+    best = pd.Series(dict(TABLE2))
+    statuses = {}
+    for case, (fixed, found, params_space) in {
+            "holds": ({"p": 113}, best, space),
+            "fails": ({"p": 113}, best.replace({TABLE2["lr"]: 1e-4}), space),
+            "at p 11": ({"p": 11}, best, space),
+            "space without it": ({"p": 113}, best, space | {"lr": [1e-3, 1e-4]})}.items():
+        record = _record(tmp_path / case.replace(" ", "_"), "14_miiii_search")
+        check_claims(found, SearchParams(space=params_space, fixed=fixed), record)
+        statuses[case] = _status(record, "mi-optuna-table2")
+    assert statuses == {"holds": "holds", "fails": "fails", "at p 11": "not checked",
+                        "space without it": "not checked"}
+
+
+def test_random_miiii_claims_hold_fail_and_a_head_count_of_one_run_a_side_is_never_shown(tmp_path):
+    from rt_lib.experiments.random_miiii import RandomMiiiiParams, check_claims
+    from tests.test_miiii import _fake_run
+    params = RandomMiiiiParams(variants=("miiii", "nanda"), widths=(64,))
+    every_head = {q: 300 for q in (2, 3, 5, 7, 11, 13)}
+
+    def record(random_heads, nanda_heads):
+        runs = {"trained · miiii": _fake_run("miiii", 2.0, every_head),
+                "random (d=64) · miiii": _fake_run("miiii", 2.0, random_heads),
+                "random (d=64) · nanda": _fake_run("nanda", 2.0, nanda_heads)}
+        claims = _record(tmp_path / f"r{len(list(tmp_path.iterdir()))}", "15_random_miiii")
+        check_claims(runs, params, claims)
+        return {c.id: (c.status, c.reason) for c in claims.claims}
+
+    got = record({2: 300, 3: 500}, {q: 300 for q in range(2, 18)})  # T_nanda: q = p
+    assert got["random-learns-modular-addition-d64"] == ("holds", "")
+    assert got["random-reaches-smallest-primes-d64"] == ("holds", "")
+    # trained 6 heads, random 2: one run a side, not shown however large the difference
+    assert got["random-solves-fewer-heads-d64"] == ("not shown", "runs")
+    got = record({5: 300}, {})
+    assert got["random-learns-modular-addition-d64"] == ("fails", "")
+    assert got["random-reaches-smallest-primes-d64"] == ("fails", "")
+    assert got["random-solves-fewer-heads-d64"] == ("not shown", "runs")

@@ -143,6 +143,13 @@ def test_a_malformed_claims_file_is_refused_naming_it_and_an_old_one_is_read(tmp
     (tmp_path / "claims.csv").write_text("id,source,paper,ours,holds,scale,expected\n"
                                          "a,s,p,o,True,,True\nb,s,p,o,False,w,False\n")
     assert claims_mod.read(tmp_path)["status"].tolist() == ["holds", "not shown"]
+    assert claims_mod.read(tmp_path)["reason"].tolist() == ["", ""]  # before reasons: unknown
+    got = summary({"old": tmp_path})
+    assert claims_mod.counts_line(got.papers, got.papers_why) == (
+        "1 holds, 0 fails, 1 not shown (1 unknown), 0 not checked")
+    (tmp_path / "claims.csv").write_text("id,status,reason\nx,not shown,bad luck\n")
+    with pytest.raises(ValueError, match=r"unknown reasons \['bad luck'\]"):
+        claims_mod.read(tmp_path)
 
 
 def test_ledger_of_lists_a_notebooks_ids():
@@ -190,10 +197,57 @@ def test_a_diverged_run_never_makes_a_claim_hold_wherever_it_sits(at):
 
 
 def test_every_fails_on_any_failing_part_and_holds_only_when_all_hold():
-    h, f, n = (Verdict(HOLDS, "a"), Verdict(FAILS, "b"), Verdict(NOT_SHOWN, "c"))
+    h, f, n = (Verdict(HOLDS, "a"), Verdict(FAILS, "b"), Verdict(NOT_SHOWN, "c", "noise"))
     assert every([h, h]).status == HOLDS
     assert every([h, n]).status == NOT_SHOWN
     assert every([h, n, f]).status == FAILS
     assert every([]).status == NOT_SHOWN
     with pytest.raises(ValueError):
         Verdict("maybe", "")
+
+
+def test_a_verdict_not_shown_says_why_and_only_it_does():
+    with pytest.raises(ValueError, match="needs a reason"):
+        Verdict(NOT_SHOWN, "ranges overlap")
+    with pytest.raises(ValueError, match="needs a reason"):
+        Verdict(NOT_SHOWN, "ranges overlap", "unlucky")
+    with pytest.raises(ValueError, match="only a verdict not shown"):
+        Verdict(HOLDS, "apart", "noise")
+    assert larger([1, 2], [0, 0, 0]).reason == "runs"  # two runs a side is too few
+    assert larger([1, 2, 3], [2, 3, 4]).reason == "noise"  # three a side, ranges overlap
+    assert larger([1, 2, math.nan], [0, 0, 0]).reason == "runs"  # a diverged run is no run
+    assert beyond_noise(0.01, 0.01, "bench").reason == "noise"
+    assert reaches([1.0], 0.99).reason == "runs"
+    assert larger([2, 3, 4], [0, 0, 0]).reason == larger([0, 0, 0], [2, 3, 4]).reason == ""
+
+
+def test_a_claim_of_parts_not_shown_gives_the_first_reason_in_order():
+    noise, budget, runs = (Verdict(NOT_SHOWN, r, r) for r in ("noise", "budget", "runs"))
+    contrary = Verdict(NOT_SHOWN, "c", "contrary")
+    assert every([noise, contrary]).reason == "contrary"  # a part against the paper says more
+    assert every([noise, contrary, budget]).reason == "budget"  # but no margin from a cut run
+    assert every([budget, runs, noise]).reason == "runs"
+    assert every([Verdict(FAILS, "f"), runs]).reason == ""  # fails: no reason
+
+
+def test_a_declared_claim_keeps_its_direction_in_its_reason(tmp_path):
+    """Declared not to show at this scale: a verdict against the paper is recorded not shown,
+    contrary; one inside the noise, noise; one that holds, holds."""
+    nb = "01_modular_addition"
+    declared = {"rt-t1-modular": "0.5 at width 16", "rt-fig3-circle-pcs13": "0.35"}
+    record = Claims(tmp_path / "cpu", strict=False, notebook=nb, not_shown=declared)
+    against = record.check("rt-t1-modular", "x", larger([0, 0, 0], [1, 1, 1]))
+    tie = record.check("rt-fig3-circle-pcs13", "x", larger([1, 2, 3], [2, 3, 4]))
+    mine = record.ours("circle-somewhere", "a statement", "x", False)
+    record.done()
+    assert (against.status, against.reason) == ("not shown", "contrary")
+    assert (tie.status, tie.reason) == ("not shown", "noise")
+    assert (mine.status, mine.reason) == ("fails", "")  # not declared: it fails, no reason
+    reasons = claims_mod.read(tmp_path / "cpu").set_index("id")["reason"]
+    assert reasons[["rt-t1-modular", "rt-fig3-circle-pcs13", "circle-somewhere"]].tolist() == [
+        "contrary", "noise", ""]
+    got = summary({"cpu": tmp_path / "cpu"})
+    assert dict(got.papers_why) == {"contrary": 1, "noise": 1}
+    assert claims_mod.counts_line(got.papers, got.papers_why).startswith(
+        "0 holds, 0 fails, 2 not shown (1 contrary, 1 noise)")
+    assert any(line.startswith("cpu: not shown (contrary): rt-t1-modular") for line in got.lines)

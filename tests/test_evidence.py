@@ -290,5 +290,6 @@ def test_a_claim_a_kept_run_did_not_record_reads_blank_and_no_evidence_adds_no_c
 
     bare = _tables(build_site(tmp_path, "cpu", [NAME], evidence=tmp_path / "none"))
     assert bare["rt-claims"]["head"] == ["notebook", "claim", "paper", "section",
-                                         "paper's value", "measured", "status", "scale or why"]
+                                         "paper's value", "measured", "status", "why not shown",
+                                         "scale or why"]
     assert "rt-kept-runs" not in bare

@@ -85,8 +85,9 @@ def _notebook(title: str, png: bytes | None = None) -> nbformat.NotebookNode:
 
 
 def _claims(rows):
-    return pd.DataFrame(rows, columns=["id", "source", "paper", "measured", "status", "scale",
-                                       "own"])
+    return pd.DataFrame([row + [""] * (8 - len(row)) for row in rows],
+                        columns=["id", "source", "paper", "measured", "status", "scale", "own",
+                                 "reason"])
 
 
 @pytest.fixture
@@ -101,7 +102,7 @@ def run_root(tmp_path):
              ["c-holds", "Zhong & Andreas 2024, §4.1, Table 1", "solves it", "1.000", "holds", "",
               False],
              ["c-unshown", "Zhong & Andreas 2024, §4.1, Fig. 3", "a circle", "0.35", "not shown",
-              "width 1024", False]]).to_csv(tmp_path / "01_a" / "claims.csv", index=False)
+              "width 1024", False, "noise"]]).to_csv(tmp_path / "01_a" / "claims.csv", index=False)
     _claims([["c-fails", "Syrkis & Søgaard 2024, §4", "groks", "no", "fails", "", False],
              ["c-unchecked", "Syrkis & Søgaard 2024, §4", "samples", "", "not checked",
               "qualitative", False]]).to_csv(tmp_path / "02_b" / "claims.csv", index=False)
@@ -119,11 +120,12 @@ def test_the_claims_table_has_one_row_per_recorded_claim_with_its_status(run_roo
     assert list(table["paper"]) == (["Zhong & Andreas 2024"] * 2 + ["Syrkis & Søgaard 2024"] * 2
                                     + ["ours"])
     assert table.loc[1, "section"] == "§4.1, Fig. 3" and table.loc[1, "scale or why"] == "width 1024"
+    assert list(table["why not shown"]) == ["", "noise", "", "", ""]
 
 
 def test_the_index_counts_the_four_statuses_for_the_papers_and_ours_apart(run_root):
     text = build_site(run_root, "cpu", ["01_a", "02_b"]).read_text()
-    assert "1 holds, 1 fails, 1 not shown, 1 not checked" in text  # the papers' four
+    assert "1 holds, 1 fails, 1 not shown (1 noise), 1 not checked" in text  # the papers' four
     assert "Claims of our own, counted apart (1): 1 holds, 0 fails" in text
 
 

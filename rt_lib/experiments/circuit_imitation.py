@@ -21,7 +21,7 @@ from rt_lib.pipeline.registry import Experiment
 from rt_lib.params import check_positive_ints
 from rt_lib.seeding import derive
 from rt_lib.tasks.imitation import CircuitImitation, imitation_target
-from rt_lib.verdicts import HOLDS, NOT_SHOWN, Verdict, bool_verdict, every
+from rt_lib.verdicts import BUDGET, HOLDS, NOT_SHOWN, Verdict, bool_verdict, every
 
 NAME = "10_circuit_imitation"
 
@@ -158,11 +158,12 @@ def check_claims(metrics: pd.DataFrame, claims: Claims) -> None:
     trained = ratios("trained transformer", wide)
     if not trained:
         parts.append(Verdict(NOT_SHOWN, "no fully trained imitator at the same steps to tell the "
-                                        "random model's limit from its budget's"))
+                                        "random model's limit from its budget's", BUDGET))
     else:
         parts.append(Verdict(HOLDS if max(trained) < 0.3 else NOT_SHOWN,
                              f"fully trained imitator at target {wide}: "
-                             f"{', '.join(f'{v:.2f}' for v in trained)} (needs < 0.3)"))
+                             f"{', '.join(f'{v:.2f}' for v in trained)} (needs < 0.3)",
+                             "" if max(trained) < 0.3 else BUDGET))
     claims.check("rt-fig6-imitation", "KL ratio by target width (random): " + ", ".join(
         f"{w}: {v:.2f}" for w, v in kl_table(rnd).set_index("target_width")["kl_ratio"].items()),
         every(parts), scale="imitator width 256, 10,000 steps (the paper profile)")

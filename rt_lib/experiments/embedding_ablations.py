@@ -21,7 +21,8 @@ from rt_lib.pipeline.registry import Experiment
 from rt_lib.context import DEFAULT_PROFILE, SMOKE, available_profiles, base_profile, is_smoke
 from rt_lib.experiments.table1 import SOURCES as TABLE1_SOURCES
 from rt_lib.params import Params, check_positive_ints
-from rt_lib.verdicts import FAILS, HOLDS, MIN_RUNS, NOT_SHOWN, Verdict, every
+from rt_lib.verdicts import (BUDGET, CONTRARY, FAILS, HOLDS, MIN_RUNS, NOT_SHOWN, RUNS, Verdict,
+                             every)
 
 NAME = "06_embedding_ablations"
 
@@ -214,20 +215,23 @@ def check_claims(metrics: pd.DataFrame, table: pd.DataFrame, params: AblationPar
     parts, notes = [], []
     if params.restarts < MIN_RUNS:
         parts.append(Verdict(NOT_SHOWN, f"{params.restarts} restart(s) per variant: fewer "
-                                        f"than {MIN_RUNS}"))
+                                        f"than {MIN_RUNS}", RUNS))
     for variant, row in gaps.iterrows():
         settled = row[done.loc[variant]]  # the tasks where this ablation had converged
         if settled.empty:
-            parts.append(Verdict(NOT_SHOWN, f"{variant}: cut short by the budget on every task"))
+            parts.append(Verdict(NOT_SHOWN, f"{variant}: cut short by the budget on every task",
+                                 BUDGET))
             continue
         worst = settled.idxmin()
         short = settled[worst] <= -0.1
         parts.append(Verdict(HOLDS if short else NOT_SHOWN,
-                             f"{variant}: furthest below on {worst} ({settled[worst]:+.3f})"))
+                             f"{variant}: furthest below on {worst} ({settled[worst]:+.3f})",
+                             "" if short else CONTRARY))
         notes.append(f"{variant} {settled[worst]:+.3f} on {worst}")
     for task in params.tasks:
         if not done[task].all():
-            parts.append(Verdict(NOT_SHOWN, f"all three vs ablations on {task}: cut short"))
+            parts.append(Verdict(NOT_SHOWN, f"all three vs ablations on {task}: cut short",
+                                 BUDGET))
         elif gaps[task].max() > 0.02:
             parts.append(Verdict(FAILS, f"{task}: an ablation {gaps[task].max():+.3f} above all three"))
     claims.check("rt-t2-all-three-needed", "shortfall of each ablation (converged runs): "

@@ -20,7 +20,7 @@ from rt_lib.experiments.miiii_training import (MiiiiParams, MiiiiRun, smoke_trai
                                                training_params)
 from rt_lib.pipeline.registry import Experiment
 from rt_lib.params import Params
-from rt_lib.verdicts import HOLDS, NOT_SHOWN, Verdict, beyond_noise, every, larger
+from rt_lib.verdicts import BUDGET, HOLDS, NOT_SHOWN, Verdict, beyond_noise, every, larger
 
 NAME = "12_miiii_embeddings"
 
@@ -120,7 +120,8 @@ def check_claims(table: pd.DataFrame, params: EmbeddingParams, claims: Claims) -
         got = {t: int(epochs[t]) for t in tasks}
         if len(set(got.values())) == 1:
             return Verdict(HOLDS, f"all at {next(iter(got.values())):,} epochs")
-        return Verdict(NOT_SHOWN, "unequal epochs: " + ", ".join(f"{t} {e:,}" for t, e in got.items()))
+        return Verdict(NOT_SHOWN, "unequal epochs: " + ", ".join(f"{t} {e:,}" for t, e in got.items()),
+                       BUDGET)
 
     # Two independent r's differ by more than 2 sigma of their difference (sqrt 2 x the noise of
     # one) with probability ~5 %: below that, the ordering could be the initialisation's.

@@ -34,7 +34,7 @@ from rt_lib.seeding import derive
 from rt_lib.tasks.miiii import MASKED_PRIMES, VARIANTS, MultiPrimeTask, miiii_task
 from rt_lib.primes import is_prime
 from rt_lib.train import TrainConfig, TrainResult, log_spaced_steps, train
-from rt_lib.verdicts import NOT_SHOWN, Verdict, beyond_noise, bool_verdict, every
+from rt_lib.verdicts import NOT_SHOWN, RUNS, Verdict, beyond_noise, bool_verdict, every
 
 NAME = "11_miiii_training"
 #: The sources that decide what a run computes (model, task, loop, filter, seeds): their hash is
@@ -467,7 +467,7 @@ def _apart(params: MiiiiParams, a: float, b: float, run_a: str, run_b: str, epoc
     noise = [seed_noise(params, run, epoch) for run in (run_a, run_b)]
     if None in noise:
         return Verdict(NOT_SHOWN, f"one seed a side, and no seed noise measured for these settings "
-                                  f"at epoch {epoch} ({NOISE_SOURCE})")
+                                  f"at epoch {epoch} ({NOISE_SOURCE})", RUNS)
     return beyond_noise(a - b, math.hypot(*noise), f"{NOISE_SOURCE}, epoch {epoch}")
 
 

@@ -24,7 +24,7 @@ from rt_lib.experiments.common import GridParams, GridResult, run_task_grid
 from rt_lib.pipeline.registry import Experiment
 from rt_lib.tasks.language import LanguageModelling
 from rt_lib.text import MIN_VOCAB, BPETokenizer, cached_tokenizer, generate
-from rt_lib.verdicts import MIN_RUNS, NOT_SHOWN, Verdict, beyond_noise, bool_verdict, every, larger
+from rt_lib.verdicts import MIN_RUNS, NOT_SHOWN, RUNS, Verdict, beyond_noise, bool_verdict, every, larger
 
 NAME = "08_tinystories"
 
@@ -261,7 +261,8 @@ def _differ(a: list[float], b: list[float], kind_a: str, kind_b: str) -> Verdict
     if min(len(a), len(b)) >= MIN_RUNS:
         return larger(a, b)
     if SEED_NOISE is None:
-        return Verdict(NOT_SHOWN, f"{min(len(a), len(b))} seed(s) and no measured seed noise")
+        return Verdict(NOT_SHOWN, f"{min(len(a), len(b))} seed(s) and no measured seed noise",
+                       RUNS)
     noise = math.hypot(SEED_NOISE[kind_a], SEED_NOISE[kind_b])
     return beyond_noise(float(np.median(a)) - float(np.median(b)), noise, NOISE_SOURCE)
 

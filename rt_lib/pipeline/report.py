@@ -28,9 +28,9 @@ def report_claims(folders: dict[str, Path]) -> None:
     if not n_papers + n_ours:
         return
     print(f"claims of the papers ({n_papers} recorded, {len(claims.ledger())} in the ledger): "
-          f"{claims.counts_line(got.papers)}")
+          f"{claims.counts_line(got.papers, got.papers_why)}")
     if n_ours:
-        print(f"claims of our own ({n_ours}, counted apart): {claims.counts_line(got.ours)}")
+        print(f"claims of our own ({n_ours}, counted apart): {claims.counts_line(got.ours, got.ours_why)}")
     if got.lines:
         print("not holding (a claim not shown names the scale expected to show it; one not "
               "checked says why):")

@@ -170,9 +170,10 @@ def claims_table(root: Path, names: list[str]) -> pd.DataFrame:
             rows.append({"notebook": name, "claim": row.id,
                          "paper": "ours" if row.own else paper, "section": section,
                          "paper's value": row.paper, "measured": row.measured,
-                         "status": row.status, "scale or why": row.scale})
+                         "status": row.status, "why not shown": row.reason,
+                         "scale or why": row.scale})
     columns = ["notebook", "claim", "paper", "section", "paper's value", "measured", "status",
-               "scale or why"]
+               "why not shown", "scale or why"]
     table = pd.DataFrame(rows, columns=columns)
     return table.sort_values("paper", key=lambda p: p == "ours", kind="stable",
                              ignore_index=True)
@@ -273,8 +274,11 @@ def index_notebook(profile: str, pages: list[Page], table: pd.DataFrame,
     (``problems``: kept runs left out, each with its error)."""
     runs, problems = list(runs or []), list(problems or [])
     own = table["paper"] == "ours"
-    papers = claims.counts_line(Counter(table.loc[~own, "status"]))
-    ours = claims.counts_line(Counter(table.loc[own, "status"]))
+    why = table["status"] == "not shown"
+    papers = claims.counts_line(Counter(table.loc[~own, "status"]),
+                                Counter(table.loc[~own & why, "why not shown"]))
+    ours = claims.counts_line(Counter(table.loc[own, "status"]),
+                              Counter(table.loc[own & why, "why not shown"]))
     total = sum(p.wall_seconds or 0.0 for p in pages)
     intro = (f"# rt-companion: the {profile} profile\n\n"
              "Companion to Zhong & Andreas (2024), *Algorithmic Capabilities of Random "
@@ -284,7 +288,9 @@ def index_notebook(profile: str, pages: list[Page], table: pd.DataFrame,
              + (f", {_minutes(total)} of notebook wall time in all" if total else "") + ". "
              f"The papers' claims ({int((~own).sum())} recorded): {papers}. "
              f"Claims of our own, counted apart ({int(own.sum())}): {ours}. "
-             "A claim not shown says which scale is expected to show it; one not checked "
+             "A claim not shown says why (runs: fewer than 3 usable a side; budget: cut "
+             "short; contrary: the measurement went against the paper at this scale; noise: "
+             "inside the runs' spread) and which scale is expected to show it; one not checked "
              f"says why. Built {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.")
     listing = ['<table class="rt-pages"><thead><tr><th>notebook</th><th>title</th>'
                "<th>wall time</th><th>profile</th><th>commit</th><th>finished</th></tr></thead>"
