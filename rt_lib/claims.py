@@ -119,7 +119,8 @@ class Claim:
 
     def __str__(self) -> str:
         what = self.scale if self.status == NOT_CHECKED else self.measured
-        line = f"[{self.status.upper()}]{' (ours)' if self.own else ''} {self.id}: {what}"
+        status = self.status.upper() + (f": {self.reason}" if self.reason else "")
+        line = f"[{status}]{' (ours)' if self.own else ''} {self.id}: {what}"
         if not self.own:
             line += f" (paper: {self.paper})"
         if self.status == NOT_SHOWN and self.scale:
@@ -210,7 +211,10 @@ class Claims:
             for i in missing:
                 self.not_checked(i, "not measured by this run's settings")
         counts = Counter(c.status for c in self.claims)
-        print(", ".join(f"{counts[s]} {s}" for s in STATUSES if counts[s])
+        why = Counter(c.reason for c in self.claims if c.status == NOT_SHOWN)
+        reasons = f" ({', '.join(f'{why[r]} {r}' for r in REASONS if why[r])})" if why else ""
+        print(", ".join(f"{counts[s]} {s}" + (reasons if s == NOT_SHOWN else "")
+                        for s in STATUSES if counts[s])
               + f" of {len(self.claims)} claims" if self.claims else "no claim is checked here")
         for c in self.claims:
             if c.id in self.not_shown and c.status == HOLDS:

@@ -197,32 +197,52 @@ def atomic_save_torch(obj: Any, path: str | Path) -> Path:
 
     Serialised in memory first: torch's own file writer turns a full disk into a RuntimeError
     without the cause (and names its archive after the random temporary file, so the same
-    object gave other bytes on every save); Python's write raises the OSError itself.  Both
-    files are complete before either is renamed into place: a write that fails leaves the
-    previous checkpoint and its sha256 as they were, a pair that still loads."""
+    object gave other bytes on every save); Python's write raises the OSError itself.
+
+    Two files cannot be renamed into place at once, so the pair goes in three atomic steps,
+    after each of which the ``.pt`` on disk has its sha256 in the ``.sha256``: (1) the
+    ``.sha256`` lists the previous checkpoint's sha256 and the new one's, (2) the new ``.pt``
+    replaces the old, (3) the ``.sha256`` holds the new one's alone.  A process killed, or a
+    write refused, at any point leaves a pair that loads: the previous checkpoint or the new."""
     import torch
 
+    path = Path(path)
     buffer = io.BytesIO()
     torch.save(obj, buffer)
     data = buffer.getbuffer()
+    new = hashlib.sha256(data).hexdigest()
     with atomic_path(path) as tmp:
         # written before the .sha256's write begins: a failure here is named as the .pt's
         tmp.write_bytes(data)
+        # the previous checkpoint's sha256, if it is recorded (a damaged one stays refused)
+        old = sha256_file(path) if path.exists() else None
+        previous = [h for h in _recorded_sha256s(path) if h == old][:1]
         with atomic_path(checksum_path(path)) as tmp_sum:
-            tmp_sum.write_text(hashlib.sha256(data).hexdigest() + "\n")
-    return Path(path)
+            tmp_sum.write_text("".join(f"{h}\n" for h in dict.fromkeys(previous + [new])))
+    if previous and previous != [new]:
+        atomic_write_text(checksum_path(path), new + "\n")
+    return path
+
+
+def _recorded_sha256s(path: Path) -> list[str]:
+    """The sha256s ``<path>.sha256`` lists (the newest last; two only while a save is under
+    way), [] where there is none."""
+    try:
+        return checksum_path(path).read_text().split()
+    except FileNotFoundError:
+        return []
 
 
 def load_torch(path: str | Path, map_location: Any = "cpu") -> Any:
-    """Load a file :func:`atomic_save_torch` wrote, after checking its sha256; raises
-    :class:`CorruptFileError` when it does not match or was never recorded."""
+    """Load a file :func:`atomic_save_torch` wrote, after checking its sha256 against the ones
+    recorded beside it; raises :class:`CorruptFileError` when none matches or none was recorded."""
     import torch
 
     path = Path(path)
     recorded = checksum_path(path)
     if not recorded.exists():
         raise CorruptFileError(f"{path}: no recorded sha256 ({recorded.name}); cannot be trusted")
-    if sha256_file(path) != recorded.read_text().strip():
+    if sha256_file(path) not in _recorded_sha256s(path):
         raise CorruptFileError(f"{path}: contents do not match the sha256 recorded when saved")
     return torch.load(path, map_location=map_location, weights_only=False)
 

@@ -34,7 +34,7 @@ STRICT_SANITIZE = PROJECT_ROOT / "tests" / "nbval_sanitize.cfg"
 PORTABLE_SANITIZE = PROJECT_ROOT / "tests" / "nbval_sanitize_portable.cfg"
 
 #: A claim line as :class:`rt_lib.claims.Claim` prints it.
-CLAIM_LINE = re.compile(r"^\[(HOLDS|FAILS|NOT SHOWN|NOT CHECKED)\]( \(ours\))? ([\w.-]+): (.*)$",
+CLAIM_LINE = re.compile(r"^\[(HOLDS|FAILS|NOT SHOWN(?:: \w+)?|NOT CHECKED)\]( \(ours\))? ([\w.-]+): (.*)$",
                         re.MULTILINE)
 #: A number as the notebooks print them: sign, thousands separators, decimals, exponent.
 NUMBER = re.compile(r"(?<![\w.])[-+]?\d(?:\d|_\d|,\d{3}(?!\d))*(?:\.\d+)?(?:[eE][-+]?\d+)?")

@@ -94,6 +94,18 @@ def lab(tmp_path):
         server.kill()
 
 
+def _settled(image, deadline_s: float = 60) -> bytes:
+    """The element's screenshot once two in a row agree (it has finished drawing)."""
+    deadline = time.monotonic() + deadline_s
+    last = image.screenshot()
+    while time.monotonic() < deadline:
+        now = image.screenshot()
+        if now == last:
+            return now
+        last = now
+    pytest.fail(f"the image kept changing for {deadline_s:g} s before the slider moved")
+
+
 def test_neuron_slider_changes_the_rendered_image(lab):
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
@@ -103,8 +115,9 @@ def test_neuron_slider_changes_the_rendered_image(lab):
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(lab)
         page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=90_000)
+        idle = page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').first
         for _attempt in range(3):  # the menu may not act before the notebook has settled
-            time.sleep(3)
+            idle.wait_for(state="attached", timeout=120_000)  # its kernel started and idle
             page.locator("#jp-MainMenu").get_by_text("Run", exact=True).click()
             page.get_by_text("Run All Cells", exact=True).click()
             try:  # the parameters cell got an execution count: the run has started
@@ -113,14 +126,18 @@ def test_neuron_slider_changes_the_rendered_image(lab):
                 break
             except PlaywrightTimeout:
                 continue
+        else:
+            browser.close()
+            pytest.fail("Run All Cells was clicked three times and no cell ever ran")
         image = page.locator("img.widget-image").first
         # JupyterLab renders only the cells near the viewport: wait for the image to exist, then
         # bring it into view before looking at it.
         image.wait_for(state="attached", timeout=240_000)
         image.scroll_into_view_if_needed()
         image.wait_for(state="visible", timeout=30_000)
-        time.sleep(1)
-        before = image.screenshot()
+        page.wait_for_function("img => img.complete && img.naturalWidth > 0",
+                               arg=image.element_handle(), timeout=60_000)  # decoded, not blank
+        before = _settled(image)
         slider = page.locator(".widget-hslider").filter(has_text="neuron").locator(".noUi-handle").first
         slider.focus()
         slider.press("ArrowRight")

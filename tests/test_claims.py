@@ -126,7 +126,8 @@ def test_a_declared_claim_is_not_shown_with_its_scale_and_an_exploration_records
     record.ours("circle-among-top-pcs", "a circle on some pair", "0.98", True)
     record.done()
     out = capsys.readouterr().out
-    assert "[NOT SHOWN] rt-fig3-circle-pcs13" in out and "expected at measured 0.35" in out
+    assert "[NOT SHOWN: contrary] rt-fig3-circle-pcs13" in out and "expected at measured 0.35" in out
+    assert "2 holds, 1 not shown (1 contrary) of 3 claims" in out  # the notebook's summary line
     explore = Claims(tmp_path / "explore", strict=False, notebook=nb)
     explore.check("rt-t1-modular", "x", False)
     explore.done()  # reported, not raised; the unrecorded claim becomes "not checked"

@@ -273,3 +273,17 @@ def test_miiii_comparisons_use_the_benchmarks_seed_noise(tmp_path):
     assert status(few, many) == "fails"
     assert status(many, few, "mi-dropout-needed") == "holds"
     assert status(few, few, "mi-dropout-needed") == "not shown"
+
+
+def test_the_summary_and_the_order_of_generalisation_read_each_run():
+    from rt_lib.experiments.miiii_training import (generalisation_order, generalisation_table,
+                                                   summary_table)
+    runs = {"T_miiii": _fake_run("miiii", 2.0, {5: 300, 2: 500, 3: 300}),
+            "T_basis": _fake_run("basis", 2.0, {})}
+    table = summary_table(runs)
+    assert table["run"].tolist() == ["T_miiii", "T_basis"]
+    assert table["epochs"].tolist() == [1000, 1000] and table["train acc"].tolist() == [1.0, 1.0]
+    # 3 and 5 at epoch 300 (ties by q), then 2; the rest of the 6 heads never
+    order, never = generalisation_order(generalisation_table(runs["T_miiii"], 0.99))
+    assert order == [3, 5, 2] and never == [7, 11, 13]
+    assert generalisation_order(generalisation_table(runs["T_basis"], 0.99)) == ([], [2, 3, 5, 7, 11, 13])

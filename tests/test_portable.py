@@ -44,6 +44,7 @@ def test_what_moves_with_the_rounding_is_masked(recorded, here):
 @pytest.mark.parametrize("recorded, here", [
     ("[HOLDS] a-b: 1\n", "[FAILS] a-b: 1\n"),  # a status
     ("[HOLDS] a-b: 1\n", "[HOLDS] a-c: 1\n"),  # a claim
+    ("[NOT SHOWN: noise] a-b: 1\n", "[NOT SHOWN: contrary] a-b: 1\n"),  # why not shown
     ("train acc 0.9", "valid acc 0.9"),  # a word
     ("<Figure size 1210x418 with 2 Axes>", "<Figure size 1210x400 with 2 Axes>"),  # a figure's size
 ])
@@ -60,6 +61,13 @@ def test_a_flipped_status_is_named():
     flipped = LINE.replace("[HOLDS]", "[NOT SHOWN]")
     assert claim_problems(LINE, flipped) == [
         "mi-neurons-periodic: status NOT SHOWN here, HOLDS recorded"]
+
+
+def test_a_reason_that_changes_is_named_as_a_status():
+    noise = LINE.replace("[HOLDS]", "[NOT SHOWN: noise]")
+    assert claim_problems(noise, LINE.replace("[HOLDS]", "[NOT SHOWN: contrary]")) == [
+        "mi-neurons-periodic: status NOT SHOWN: contrary here, NOT SHOWN: noise recorded"]
+    assert claim_problems(noise, noise.replace("0.61", "0.62")) == []
 
 
 def test_a_number_far_off_is_named_with_its_tolerance():

@@ -119,16 +119,47 @@ def test_notebook_01_through_slurm_survives_a_cancelled_array_and_equals_inline(
     results = tmp_path / "slurm"
     args = [sys.executable, "-m", "rt_lib.pipeline.runner", *SMALL_01, *SLURM,
             "--set", "executor.array_parallelism=1"]
-    first = subprocess.Popen(args, env={**cluster, "RT_RESULTS": str(results)}, cwd=PROJECT_ROOT,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.time() + 300
-    while not list(results.glob("*/resume/*/jobs/*.pt")):
-        assert first.poll() is None and time.time() < deadline, "no run stored a result"
-        time.sleep(0.2)
-    queued = subprocess.run(["squeue", "--noheader", "--format=%A"], env=cluster,
-                            capture_output=True, text=True, check=True).stdout.split()
-    subprocess.run(["scancel", *sorted(set(queued))], env=cluster, check=True)
-    out, _ = first.communicate(timeout=300)
+    log = tmp_path / "first.log"  # a file, not a pipe: nobody reads while the test polls
+    with open(log, "w") as sink:
+        first = subprocess.Popen(args, env={**cluster, "RT_RESULTS": str(results)},
+                                 cwd=PROJECT_ROOT, stdout=sink, stderr=subprocess.STDOUT, text=True)
+
+    def results_stored() -> list[Path]:
+        return list(results.glob("*/resume/*/jobs/*.pt"))
+
+    def partition(state: str) -> None:
+        subprocess.run(["scontrol", "update", "PartitionName=local", f"State={state}"],
+                       env=cluster, check=True)
+
+    def wait_for(what: str, done) -> None:
+        deadline = time.monotonic() + 300
+        while not done():
+            assert first.poll() is None, f"the runner ended before {what}: {log.read_text()[-3000:]}"
+            assert time.monotonic() < deadline, f"300 s and still no {what}"
+            time.sleep(0.2)
+
+    def running() -> bool:
+        return bool(subprocess.run(["squeue", "--noheader", "--states=R", "--format=%i"],
+                                   env=cluster, capture_output=True, text=True,
+                                   check=True).stdout.split())
+
+    try:
+        # Once the first task runs, the partition goes down: the tasks still pending cannot
+        # start, so the array is cancelled with some runs stored and some not, however fast
+        # the machine (running tasks finish; one at a time, at most one or two have run).
+        wait_for("task running", lambda: running() or results_stored())
+        partition("DOWN")
+        wait_for("stored result", lambda: results_stored() and not running())
+        queued = subprocess.run(["squeue", "--noheader", "--format=%A"], env=cluster,
+                                capture_output=True, text=True, check=True).stdout.split()
+        assert queued, "every task ran before the partition went down"
+        subprocess.run(["scancel", *sorted(set(queued))], env=cluster, check=True)
+        first.wait(timeout=300)
+    finally:
+        partition("UP")
+        if first.poll() is None:
+            first.kill()
+    out = log.read_text()
     assert first.returncode != 0, out[-3000:]
     stored = list(results.glob("*/resume/*/jobs/*.pt"))
     assert 1 <= len(stored) < 6

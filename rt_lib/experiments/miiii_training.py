@@ -425,6 +425,26 @@ def generalisation_table(run: MiiiiRun, threshold: float) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def summary_table(runs: dict[str, MiiiiRun]) -> pd.DataFrame:
+    """One row per run: its epochs and its final train and validation accuracy (the mean over
+    its heads)."""
+    rows = []
+    for label, r in runs.items():
+        last = r.result.history.iloc[-1]
+        rows.append({"run": label, "epochs": int(last["step"]),
+                     "train acc": round(float(last["train_acc"]), 3),
+                     "valid acc": round(float(last["valid_acc"]), 3)})
+    return pd.DataFrame(rows)
+
+
+def generalisation_order(table: pd.DataFrame) -> tuple[list[int], list[int]]:
+    """(the heads q in the order they generalised, ties by q; those that never did) of a
+    :func:`generalisation_table`."""
+    done = table.dropna(subset=["valid epoch"]).sort_values(["valid epoch", "q"])
+    return ([int(q) for q in done["q"]],
+            [int(q) for q in table.loc[table["valid epoch"].isna(), "q"]])
+
+
 def valid_at(r: MiiiiRun, epoch: int) -> float:
     """Mean validation accuracy over heads at the last evaluation at or before ``epoch``."""
     h = r.result.history
@@ -494,8 +514,7 @@ def check_claims(runs: dict[str, MiiiiRun], tables: dict[str, pd.DataFrame],
                               and final - at_saturation >= 0.3,
                               "validation < 0.6 when train saturates, then +0.3 or more"),
                  scale="10,000 epochs or more at p = 37 (--set epochs=10000), or the paper profile")
-    done = tables["T_miiii"].dropna(subset=["valid epoch"]).sort_values(["valid epoch", "q"])
-    first_two = [int(q) for q in done["q"].tolist()[:2]]
+    first_two = generalisation_order(tables["T_miiii"])[0][:2]
     claims.check("mi-small-primes-first", f"first two heads to generalise: {first_two}",
                  bool_verdict(len(first_two) == 2 and set(first_two) <= {2, 3, 5, 7},
                               "both among 2, 3, 5, 7"))
@@ -513,8 +532,7 @@ def check_claims(runs: dict[str, MiiiiRun], tables: dict[str, pd.DataFrame],
     else:
         claims.not_checked("mi-grokfast-needed", "no λ = 0 run here (lambda_zero)")
     if "T_masked" in runs:
-        order = tables["T_masked"].dropna(subset=["valid epoch"]).sort_values(["valid epoch", "q"])
-        first = [int(q) for q in order["q"] if q not in MASKED_PRIMES][:2]
+        first = [q for q in generalisation_order(tables["T_masked"])[0] if q not in MASKED_PRIMES][:2]
         claims.check("mi-masked-next-primes", f"T_masked, first two heads to generalise: "
                      f"{first or 'none'}",
                      bool_verdict(len(first) == 2 and set(first) <= {11, 13, 17, 19},
@@ -570,5 +588,5 @@ def check_claims(runs: dict[str, MiiiiRun], tables: dict[str, pd.DataFrame],
 
 
 __all__ = ["NAME", "EXPERIMENT", "MiiiiParams", "MiiiiRun", "run", "runs_to_do", "runs_folder",
-           "generalisation_table", "training_params", "load_runs", "snapshot_models",
-           "check_claims"]
+           "generalisation_table", "summary_table", "generalisation_order", "training_params",
+           "load_runs", "snapshot_models", "check_claims"]
