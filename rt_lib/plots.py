@@ -245,7 +245,9 @@ def plot_explained_variance(ax: Axes, summary: pd.DataFrame, kinds: tuple[str, .
     ax.set_xticks(range(len(tasks)), tasks)
     ax.set_ylim(0, 1.12)
     ax.set_ylabel("share of hidden-state variance")
-    ax.legend(fontsize=7, ncol=2, loc="upper right")
+    # below the axes: four entries in two columns are wider than a small axes, and inside it
+    # they covered the tallest bars and the y label
+    ax.legend(fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.12), frameon=False)
     return ax
 
 

@@ -241,24 +241,48 @@ def _statuses(csv_path: Path) -> dict[str, str]:
         return {row["id"]: row["status"] for row in csv.DictReader(f)}
 
 
-def test_the_sites_claims_table_has_a_column_per_kept_run_with_its_statuses(kept, smoke_run):
-    index = build_site(smoke_run, PROFILE, [NAME], evidence=kept)
+def _restatused(kept: Path, smoke_run: Path, slug: str, into: Path) -> dict[str, str]:
+    """A copy of ``kept`` in ``into`` whose run ``slug`` recorded every claim with another
+    status than the run did (its provenance's sha256 and size updated to match), so that two
+    kept runs' columns differ; returns {claim: the status written there}."""
+    shutil.copytree(kept, into)
+    folder = _folder(into, smoke_run, slug)
+    table = pd.read_csv(folder / NAME / "claims.csv", keep_default_na=False)
+    other = {"holds": "fails", "fails": "holds", "not shown": "holds", "not checked": "holds"}
+    table["status"] = table["status"].map(other)
+    table["reason"] = ""
+    table.to_csv(folder / NAME / "claims.csv", index=False)
+    record = yaml.safe_load((folder / "provenance.yaml").read_text())
+    path = folder / NAME / "claims.csv"
+    record["files"][f"{NAME}/claims.csv"] = {"sha256": evidence.sha256_file(path),
+                                            "bytes": path.stat().st_size}
+    (folder / "provenance.yaml").write_text(yaml.safe_dump(record, sort_keys=False))
+    return dict(zip(table["id"], table["status"]))
+
+
+def test_the_sites_claims_table_has_a_column_per_kept_run_with_its_statuses(kept, smoke_run,
+                                                                             tmp_path):
+    # the H100 run's statuses all differ from the CPU run's: a column under the wrong header fails
+    gpu_statuses = _restatused(kept, smoke_run, "h100", tmp_path / "evidence")
+    index = build_site(smoke_run, PROFILE, [NAME], evidence=tmp_path / "evidence")
     table = _tables(index)["rt-claims"]
     date = _manifest(smoke_run)[NAME]["finished"][:10]
     cpu, gpu = f"{PROFILE} · {date} · CPU", f"{PROFILE} · {date} · H100"
     head = table["head"]
     status = head.index(f"status · {PROFILE}")
-    assert head[status + 1: status + 3] == [cpu, gpu] and head[-1] == "scale or why"
+    assert head[status + 1: status + 3] == [cpu, gpu] and head[-1] == "details"
     expected = _statuses(smoke_run / NAME / "claims.csv")  # the run's own record, read apart
     assert len(table["rows"]) == len(expected) >= 1
     for row, bold in zip(table["rows"], table["bold"]):
         claim = row[head.index("claim")]
-        assert row[status] == row[status + 1] == row[status + 2] == expected[claim]
+        assert row[status].split(": ")[0] == row[status + 1] == expected[claim]
+        assert row[status + 2] == gpu_statuses[claim] != expected[claim]
         assert bold[status + 1] and bold[status + 2]
     runs = _tables(index)["rt-kept-runs"]
     assert [r[0] for r in runs["rows"]] == [cpu, gpu]
     assert runs["rows"][1][runs["head"].index("device")] == H100
     assert runs["rows"][0][runs["head"].index("command")] == COMMAND
+    assert "Left out:" not in index.read_text()  # both runs read, none left out
 
 
 def _claims(rows: list[list]) -> pd.DataFrame:
@@ -289,7 +313,5 @@ def test_a_claim_a_kept_run_did_not_record_reads_blank_and_no_evidence_adds_no_c
         assert rows["c-ours"][0][at] == NOT_RECORDED and not rows["c-ours"][1][at]
 
     bare = _tables(build_site(tmp_path, "cpu", [NAME], evidence=tmp_path / "none"))
-    assert bare["rt-claims"]["head"] == ["notebook", "claim", "paper", "section",
-                                         "paper's value", "measured", "status", "why not shown",
-                                         "scale or why"]
+    assert bare["rt-claims"]["head"] == ["notebook", "claim", "paper", "status · cpu", "details"]
     assert "rt-kept-runs" not in bare

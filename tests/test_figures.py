@@ -46,6 +46,7 @@ from matplotlib.testing.exceptions import ImageComparisonFailure
 import rt_lib
 from rt_lib import plots
 from rt_lib.analysis import PCA
+from rt_lib.io import save_figure
 
 BASELINES = Path(__file__).parent / "baseline_figures"
 REGENERATE = os.environ.get("RT_REGENERATE_FIGURES") == "1"
@@ -229,10 +230,11 @@ def draw_plot_singular_values(ax):
 @case(sets="xyt")
 def draw_plot_singular_vectors(ax):
     # Orthogonal Fourier columns with distinct norms, so the singular vectors are unique up to
-    # sign.  plot_singular_vectors does not fix that sign (analysis.pca does): another LAPACK
-    # could flip a curve, and this baseline would then fail.
+    # sign, which plot_singular_vectors fixes by each vector's largest-magnitude entry.  A phase
+    # of 0.3 rad keeps that entry unique (at phase 0, sin is largest at two mirrored tokens, a
+    # tie that rounding, not the function, would break).
     p = 13
-    a = 2 * np.pi * np.arange(p) / p
+    a = 2 * np.pi * np.arange(p) / p + 0.3
     embedding = np.stack([3 * np.cos(a), 2 * np.sin(a), np.cos(2 * a), 0.5 * np.sin(2 * a)], 1)
     plots.plot_singular_vectors(ax, embedding, n=3, title="T_miiii")
 
@@ -315,8 +317,9 @@ def new_axes() -> tuple[Figure, Axes]:
 
 
 def save(fig: Figure, path: Path) -> Path:
-    fig.savefig(path, dpi=DPI)
-    return path
+    """As every notebook saves its figures: rt_lib.io.save_figure (bbox_inches="tight", so a
+    legend or label that spills past the axes is in the file, as the reader sees it)."""
+    return save_figure(fig, path, dpi=DPI)
 
 
 def compare(name: str, baseline: Path, actual: Path) -> dict | None:

@@ -213,33 +213,52 @@ def _minutes(seconds: float | None) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
+#: the claims table's columns behind each row's click (``<details>``), in this order
+DETAILS = ("paper's value", "measured", "why not shown", "scale or why")
+
+
+def _status_cell(status: str, reason: str = "", title: str = "") -> str:
+    """A status as a cell coloured by :data:`COLOURS` (white text on it), with its reason."""
+    text = html.escape(status + (f": {reason}" if reason else ""))
+    if status in COLOURS:
+        text = f'<b style="color:#ffffff">{text}</b>'
+        style = f' style="background:{COLOURS[status]}"'
+    else:
+        style = ""
+    tip = f' title="{html.escape(title)}"' if title else ""
+    return f'<td class="rt-status"{style}{tip}>{text}</td>'
+
+
 def _claims_html(table: pd.DataFrame, pages: dict[str, Page],
                  kept: Mapping[str, str] | None = None, profile: str = "") -> str:
-    """The claims table; ``kept``: {column of a kept run: its tooltip} (:func:`with_evidence`),
-    coloured like ``status``, which is then headed with the profile's name."""
+    """The claims table at a glance: one short row per claim (its notebook, id and the paper's
+    section), a coloured status cell for this profile's run and one per kept run (``kept``:
+    {column of a kept run: its tooltip}, :func:`with_evidence`), and the paper's value, the
+    measured text with its margin, why it is not shown and the scale behind a click."""
     kept = dict(kept or {})
-    head = []
-    for column in table.columns:
-        if column in kept:
-            head.append(f'<th class="rt-kept" title="{html.escape(kept[column])}">'
-                        f"{html.escape(column)}</th>")
-        elif column == "status" and kept and profile:
-            head.append(f"<th>status · {html.escape(profile)}</th>")
-        else:
-            head.append(f"<th>{html.escape(column)}</th>")
-    head = "".join(head)
+    runs = [c for c in table.columns if c in kept]
+    head = ["<th>notebook</th>", "<th>claim</th>", "<th>paper</th>",
+            f"<th>status · {html.escape(profile)}</th>" if profile else "<th>status</th>"]
+    head += [f'<th class="rt-kept" title="{html.escape(kept[c])}">{html.escape(c)}</th>'
+             for c in runs]
+    head.append("<th>details</th>")
     body = []
-    for row in table.itertuples(index=False):
-        cells = []
-        for column, value in zip(table.columns, row):
-            text = html.escape(str(value))
-            if column == "notebook" and value in pages:
-                text = f'<a href="{pages[value].file}">{text}</a>'
-            if (column == "status" or column in kept) and value in COLOURS:
-                text = f'<b style="color:{COLOURS[value]}">{text}</b>'
-            cells.append(f"<td>{text}</td>")
+    for row in table.to_dict("records"):
+        notebook = html.escape(str(row["notebook"]))
+        if row["notebook"] in pages:
+            notebook = f'<a href="{pages[row["notebook"]].file}">{notebook}</a>'
+        paper = " ".join(str(row[c]) for c in ("paper", "section") if row.get(c))
+        cells = [f"<td>{notebook}</td>", f"<td><code>{html.escape(str(row['claim']))}</code></td>",
+                 f"<td>{html.escape(paper)}</td>",
+                 _status_cell(str(row["status"]), str(row.get("why not shown") or ""),
+                              str(row.get("scale or why") or ""))]
+        cells += [_status_cell(str(row[c]), title=kept[c]) for c in runs]
+        details = "".join(f"<dt>{html.escape(c)}</dt><dd>{html.escape(str(row[c]))}</dd>"
+                          for c in DETAILS if str(row.get(c) or ""))
+        cells.append(f"<td><details><summary>measured</summary><dl>{details}</dl></details></td>"
+                     if details else "<td></td>")
         body.append(f'<tr class="rt-claim">{"".join(cells)}</tr>')
-    return (f'<table class="rt-claims"><thead><tr>{head}</tr></thead>'
+    return (f'<table class="rt-claims"><thead><tr>{"".join(head)}</tr></thead>'
             f"<tbody>{''.join(body)}</tbody></table>")
 
 
