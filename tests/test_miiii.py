@@ -280,10 +280,12 @@ def test_the_summary_and_the_order_of_generalisation_read_each_run():
                                                    summary_table)
     runs = {"T_miiii": _fake_run("miiii", 2.0, {5: 300, 2: 500, 3: 300}),
             "T_basis": _fake_run("basis", 2.0, {})}
-    table = summary_table(runs)
+    tables = {label: generalisation_table(r, 0.99) for label, r in runs.items()}
+    table = summary_table(runs, tables)
     assert table["run"].tolist() == ["T_miiii", "T_basis"]
     assert table["epochs"].tolist() == [1000, 1000] and table["train acc"].tolist() == [1.0, 1.0]
+    assert table["heads generalised"].tolist() == [3, 0] and table["heads"].tolist() == [6, 6]
     # 3 and 5 at epoch 300 (ties by q), then 2; the rest of the 6 heads never
-    order, never = generalisation_order(generalisation_table(runs["T_miiii"], 0.99))
+    order, never = generalisation_order(tables["T_miiii"])
     assert order == [3, 5, 2] and never == [7, 11, 13]
     assert generalisation_order(generalisation_table(runs["T_basis"], 0.99)) == ([], [2, 3, 5, 7, 11, 13])

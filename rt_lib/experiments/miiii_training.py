@@ -425,15 +425,18 @@ def generalisation_table(run: MiiiiRun, threshold: float) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def summary_table(runs: dict[str, MiiiiRun]) -> pd.DataFrame:
-    """One row per run: its epochs and its final train and validation accuracy (the mean over
-    its heads)."""
+def summary_table(runs: dict[str, MiiiiRun], tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """One row per run: its epochs, its final train and validation accuracy (the mean over its
+    heads), and how many of its heads generalised (``tables``: :func:`generalisation_table` of
+    each run)."""
     rows = []
     for label, r in runs.items():
         last = r.result.history.iloc[-1]
         rows.append({"run": label, "epochs": int(last["step"]),
                      "train acc": round(float(last["train_acc"]), 3),
-                     "valid acc": round(float(last["valid_acc"]), 3)})
+                     "valid acc": round(float(last["valid_acc"]), 3),
+                     "heads generalised": int(tables[label]["valid epoch"].notna().sum()),
+                     "heads": len(r.task.qs)})
     return pd.DataFrame(rows)
 
 
