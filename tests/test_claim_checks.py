@@ -341,3 +341,52 @@ def test_the_random_transformer_must_beat_the_best_rule_beyond_the_test_sets_noi
     assert status([0.989, 0.994, 0.994]) == ("holds", "")
     assert status([0.975, 0.98, 0.97]) == ("not shown", "noise")
     assert status([0.90, 0.93, 0.92]) == ("fails", "")  # counting at best
+
+
+def test_the_rest_grok_together_only_when_every_head_above_7_did_within_half_an_octave():
+    from rt_lib.experiments.miiii_training import generalisation_table, rest_together
+    from tests.test_miiii import _fake_run
+
+    def verdict(at):
+        return rest_together(generalisation_table(_fake_run("miiii", 2.0, at), 0.95), 1000)[1]
+
+    small = {2: 10, 3: 10, 5: 100, 7: 100}
+    together = verdict(small | {11: 500, 13: 700})  # 700 <= 1.5 x 500
+    apart = verdict(small | {11: 100, 13: 700})  # 7 x
+    waiting = verdict(small | {11: 500})  # 13 never
+    assert (together.status, apart.status) == ("holds", "fails")
+    assert (waiting.status, waiting.reason) == ("not shown", "budget")
+
+
+def test_miiii_against_nanda_is_never_shown_on_one_seed_a_side_but_says_which_way():
+    from rt_lib.experiments.miiii_training import generalisation_table, slower_than_nanda
+    from tests.test_miiii import _fake_run
+    tables = {"T_nanda": generalisation_table(_fake_run("nanda", 2.0, {17: 300}), 0.95),
+              "T_miiii": generalisation_table(_fake_run("miiii", 2.0, {q: 700 for q in
+                                                                      (2, 3, 5, 7, 11, 13)}), 0.95)}
+    text, verdict = slower_than_nanda(tables, 1000)
+    assert text == "T_nanda generalised at epoch 300, T_miiii's last head epoch 700"
+    assert (verdict.status, verdict.reason) == ("not shown", "runs")
+    tables["T_miiii"] = generalisation_table(_fake_run("miiii", 2.0, {2: 10}), 0.95)
+    assert "T_miiii's last head not by epoch 1,000" in slower_than_nanda(tables, 1000)[0]
+
+
+def test_the_random_lstm_control_must_fail_where_the_random_transformer_solves(results_tmp):
+    from rt_lib.experiments import table1
+    from tests.test_experiments import _write_table1_sources
+
+    def status(random_lstm):
+        acc = {("random transformer", 64): [1.0] * 3, ("trained transformer", 64): [1.0] * 3}
+        if random_lstm is not None:
+            acc[("random LSTM", 64)] = random_lstm
+        _write_table1_sources(results_tmp, acc)
+        metrics = table1.load_metrics()
+        record = Claims(results_tmp / "07_table1", strict=False, notebook="07_table1")
+        table1.check_claims(metrics, table1.table1(metrics), record)
+        claim = next(c for c in record.claims if c.id == "rt-t1-random-lstm")
+        return claim.status, claim.reason
+
+    assert status([0.2, 0.3, 0.25]) == ("holds", "")  # far below on every task
+    assert status([1.0, 0.99, 1.0]) == ("fails", "")  # solves it as well: the control is no control
+    assert status([0.95, 0.5, 0.99]) == ("not shown", "noise")  # one restart within 0.1
+    assert status(None) == ("not checked", "")  # not trained in this profile

@@ -226,7 +226,42 @@ def check_claims(metrics: pd.DataFrame, table: pd.DataFrame, claims: Claims,
                                                "needs 2", BUDGET if narrow_cut else RUNS))
     claims.check("rt-t1-width16-fails", "; ".join(details["narrow"]) or "no task qualifies",
                  every(narrow_parts), scale="width 16 vs 1024 (the paper profile)")
+    check_random_lstm(metrics, rows, claims, solved, fails_gap)
     claims.done()
+
+
+def check_random_lstm(metrics: pd.DataFrame, rows: pd.DataFrame, claims: Claims,
+                      solved: float = 0.99, fails_gap: float = 0.1) -> None:
+    """``rt-t1-random-lstm``: on every task where the random transformer solves it at the
+    widest width (every restart at ``solved`` or above) and the random LSTM (embedding and
+    readout trained) ran at that width, every random-LSTM restart falls more than
+    ``fails_gap`` below every random-transformer one.  Not checked where no notebook of 01-04
+    trained the random LSTM (``models``); not shown where no task qualifies."""
+    if not (metrics["model"] == "random LSTM").any():
+        claims.not_checked("rt-t1-random-lstm", "the random LSTM is not among the models 01-04 "
+                           "trained in this profile (--set 'models=[random transformer, trained "
+                           "transformer, trained LSTM, random LSTM]' adds it)")
+        return
+    parts, details = [], []
+    for task in SOURCES:
+        widths = rows.loc[rows.task == task, "width"]
+        if widths.empty:
+            continue
+        wide = int(widths.max())
+        rnd = _restarts(metrics, task, "random transformer", wide)
+        control = _restarts(metrics, task, "random LSTM", wide)
+        if not control:
+            continue
+        details.append(f"{task} d={wide}: random transformer {_fmt(rnd)} vs random LSTM "
+                       f"{_fmt(control)}")
+        if rnd and min(rnd) >= solved:
+            gap = larger(rnd, [v + fails_gap for v in control])
+            parts.append(Verdict(gap.status, f"{task}: {gap.margin}", gap.reason))
+    if not parts:
+        parts.append(Verdict(NOT_SHOWN, "no task where the random transformer solves it and the "
+                                        "random LSTM ran beside it", RUNS))
+    claims.check("rt-t1-random-lstm", "; ".join(details) or "no random LSTM run",
+                 every(parts), scale="width 1024, 10 restarts (the paper profile)")
 
 
 def _fmt(values: list[float]) -> str:
