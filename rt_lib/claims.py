@@ -219,7 +219,7 @@ class Claims:
         for c in self.claims:
             if c.id in self.not_shown and c.status == HOLDS:
                 print(f"  {c.id} was declared not to show at this scale but holds: "
-                      "remove it from not_shown_on_cpu")
+                      "remove it from the experiment's not_shown_on_cpu (or _gpu)")
         bad = [c.id for c in self.claims if c.status == FAILS
                or (c.status == NOT_SHOWN and c.id not in self.not_shown)]
         if self.strict and (bad or missing):

@@ -14,7 +14,8 @@
 # keeps its evidence with its provenance (the commit from .gpu_bundle/COMMIT: .git may not
 # travel); and leaves at most 8 files in $OUT (else gpu_out/): gpu_run.log, evidence.tgz
 # (import it with python -m rt_lib.pipeline.evidence import) and checkpoints.tgz.NN (parts of at
-# most 15 MiB: the run's results folder, for --resume).  The run itself goes to gpu_results/ (the
+# most 15 MiB: the run's results folder, for --resume; a finished run's without its model files
+# when those would not come back; RT_GPU_FILES: how many files do).  The run itself goes to gpu_results/ (the
 # same path in every job, so that a resumed run finds the paths it started with), removed at the
 # end once packed.
 set -euo pipefail
@@ -39,6 +40,8 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$only" ] || die "which notebooks? e.g. scripts/gpu_run.sh 11,13 (see ./run_all.sh --list --profile gpu)"
 [[ "$minutes" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--minutes must be a number of minutes, got '$minutes'"
+files=${RT_GPU_FILES:-8}  # how many files come back from a job: 8 on the project's GPU machines
+[[ "$files" =~ ^[0-9]+$ ]] && [ "$files" -ge 3 ] || die "RT_GPU_FILES must be 3 or more (the log, the evidence, a part), got '$files'"
 bundle=${RT_GPU_BUNDLE:-.gpu_bundle}  # another folder of wheels: the tests make one for this Python
 [ -d "$bundle" ] || die "no $bundle/: make it online with scripts/gpu_bundle.sh --python-version X.Y and carry it"
 
@@ -92,7 +95,8 @@ timeout --signal=TERM --kill-after=60 "$seconds" python3 -m rt_lib.pipeline "${f
 rc=$?
 set -e
 
-command="scripts/gpu_run.sh$( [ $smoke = 1 ] && echo ' --smoke') $only"
+# (an if, not `$( [ $smoke = 1 ] && echo ...)`: under set -e that assignment fails without --smoke)
+if [ $smoke = 1 ]; then command="scripts/gpu_run.sh --smoke $only"; else command="scripts/gpu_run.sh $only"; fi
 if [ $rc = 0 ]; then
   python3 -m rt_lib.pipeline.evidence keep --profile "$profile" --evidence-dir "$work/evidence" \
     --command "$command"
@@ -104,11 +108,25 @@ else
   echo "gpu_run: the run failed (exit $rc): its log is above, its results in checkpoints.tgz.*"
 fi
 rm -f "$out"/checkpoints.tgz.*
-tar -czf - -C "$RT_RESULTS" . | split -b 15M -d -a 2 - "$out/checkpoints.tgz."
-rm -rf "$RT_RESULTS"  # all of it is in the tarball
+# What comes back from a job: $files files (the log and the evidence among them), 16 MiB each.
+# A finished run needs no resuming: when its results do not fit the parts left, its model files
+# (*.pt, its checkpoints and snapshots) stay behind and its tables come back.  A run cut short
+# needs all of it to resume.
+room=$(( files - $(ls "$out" | wc -l) ))
+tar -czf "$work/results.tgz" -C "$RT_RESULTS" .
+bytes=$(wc -c < "$work/results.tgz" | tr -d " ")
+if [ $rc = 0 ] && [ "$bytes" -gt $(( room * 15 * 1048576 )) ]; then
+  tar -czf "$work/results.tgz" --exclude='*.pt' --exclude='*.pt.sha256' -C "$RT_RESULTS" .
+  echo "gpu_run: the finished run's results take $(( bytes / 1048576 )) MiB packed, more than the" \
+    "$room part(s) of 15 MiB left to come back: packed without its model files (*.pt); the" \
+    "evidence holds its notebooks, claims and figures"
+fi
+split -b 15M -d -a 2 "$work/results.tgz" "$out/checkpoints.tgz."
+rm -rf "$RT_RESULTS"  # all that is needed of it is in the tarball
 n=$(ls "$out"/checkpoints.tgz.* | wc -l)
-if [ "$n" -gt 6 ]; then
-  echo "gpu_run: warning: the checkpoints take $n parts of 15 MiB: only 8 files come back from a job"
+if [ "$n" -gt "$room" ]; then
+  echo "gpu_run: warning: the checkpoints take $n parts of 15 MiB, $room come back from a job" \
+    "($files files in all): run fewer notebooks per job to resume from them"
 fi
 echo "gpu_run: $(ls "$out" | wc -l) file(s) in $out: $(cd "$out" && ls | tr '\n' ' ')"
 exit $rc

@@ -253,3 +253,21 @@ def test_a_declared_claim_keeps_its_direction_in_its_reason(tmp_path):
     assert claims_mod.counts_line(got.papers, got.papers_why).startswith(
         "0 holds, 0 fails, 2 not shown (1 contrary, 1 noise)")
     assert any(line.startswith("cpu: not shown (contrary): rt-t1-modular") for line in got.lines)
+
+
+@pytest.mark.parametrize("profile, declared", [
+    ("cpu", "not_shown_on_cpu"), ("gpu", "not_shown_on_gpu"), ("gpu-smoke", None), ("paper", None)])
+def test_a_run_reads_the_declarations_of_its_own_profile_only(profile, declared, tmp_path,
+                                                             monkeypatch, run_context):
+    """Notebook 11 declares different claims not shown on the CPU and on the GPU: a run takes
+    those of its profile, and a smoke run or the papers' scale none (there a claim that does
+    not hold fails)."""
+    from rt_lib import io
+    from rt_lib.experiments import miiii_training
+
+    exp = miiii_training.EXPERIMENT
+    assert exp.not_shown_on_gpu and set(exp.not_shown_on_gpu) != set(exp.not_shown_on_cpu)
+    monkeypatch.setattr(io, "_folders", {})  # start() names its folder there: not for later tests
+    run_context(results_root=tmp_path, profile=profile)
+    _, _, record = exp.start({})
+    assert record.not_shown == (getattr(exp, declared) if declared else {})

@@ -210,3 +210,41 @@ def test_a_chunk_cut_by_its_deadline_resumes_to_the_uncut_result(job):
         b = pd.read_csv(again / "gpu-smoke" / name / file)
         pd.testing.assert_frame_equal(a, b)
     json.loads((again / "gpu-smoke" / "manifest.json").read_text())  # the run recorded itself
+
+
+def test_a_job_of_the_gpu_profile_itself_goes_on_to_pack(job):
+    """Without --smoke, the path a job on a GPU takes (here on the CPU, cut by a deadline of a
+    few seconds): past its run the script reaches its packing.  The first job on an H100 ended
+    with status 1 and nothing packed, at a line only this path runs."""
+    out = job["tmp"] / "profile"
+    cut = job["run"](out, "--minutes", "0.1", "11")
+    assert cut.returncode == 124, cut.stdout[-4000:] + cut.stderr[-2000:]
+    assert "sees no GPU: this job runs on the CPU" in cut.stdout
+    assert "gpu_run: cut by the deadline (0.1 minutes)" in cut.stdout
+    assert "smoke test on the CPU" not in (out / "gpu_run.log").read_text()
+    assert list(out.glob("checkpoints.tgz.*")) and not (out / "evidence.tgz").exists()
+    assert not (PROJECT_ROOT / "gpu_results").exists()  # packed, then removed
+
+
+def test_a_finished_job_whose_results_would_not_come_back_leaves_its_model_files(job):
+    """The smoke job resumed from its own finished checkpoints (nothing left to train) on a
+    machine that returns 4 files: the log, the evidence and 2 parts of 15 MiB cannot hold its
+    model files, so its tables come back without them; the evidence is whole."""
+    whole = _extract(sorted((job["tmp"] / "out").glob("checkpoints.tgz.*")), job["tmp"] / "whole")
+    assert sum(p.stat().st_size for p in whole.rglob("*.pt")) > 2 * 15 * 2**20  # else no test
+    out = job["tmp"] / "few"
+    parts = sorted((job["tmp"] / "out").glob("checkpoints.tgz.*"))
+    env = job["env"] | {"OUT": str(out), "RT_GPU_FILES": "4"}
+    done = subprocess.run(_offline(["scripts/gpu_run.sh", "--smoke", "--resume", str(parts[0]),
+                                    "11,13"]), cwd=PROJECT_ROOT, env=env, capture_output=True,
+                          text=True, timeout=1200)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "packed without its model files" in done.stdout
+    files = sorted(p.name for p in out.iterdir())
+    assert len(files) <= 4 and "evidence.tgz" in files, files
+    back = _extract(sorted(out.glob("checkpoints.tgz.*")), job["tmp"] / "back")
+    assert not list(back.rglob("*.pt"))
+    for table in whole.rglob("*.csv"):
+        assert (back / table.relative_to(whole)).read_bytes() == table.read_bytes(), table
+    kept = _extract([out / "evidence.tgz"], job["tmp"] / "kept_few")
+    assert list(kept.glob("gpu-smoke/*/11_miiii_training/claims.csv"))

@@ -115,3 +115,34 @@ def test_every_measured_gpu_step_names_a_step_of_the_paper_profile():
             exp = registry()[name]
             labels = {shape.label for shape in exp.step_shapes(exp.profile_params("paper"))}
             assert set(steps) <= labels, (name, set(steps) - labels)
+
+
+def test_the_chunk_listing_names_each_chunks_latest_kept_evidence(tmp_path, monkeypatch, capsys,
+                                                                  results_tmp):
+    """--list --profile gpu marks a chunk with the latest kept run of that profile holding all
+    its notebooks: a later run holding only some of them, or another profile's, does not
+    count."""
+    import shutil
+
+    from rt_lib.pipeline import evidence
+    from rt_lib.pipeline.report import list_runs
+
+    (kept,) = (PROJECT_ROOT / "evidence" / "gpu").glob("2026-11-27T1914-h100")
+    root = tmp_path / "evidence"
+    shutil.copytree(kept, root / "gpu" / "2026-11-27T1914-h100")
+    shutil.copytree(kept, root / "gpu" / "2026-11-29T0900-h200")
+    shutil.rmtree(root / "gpu" / "2026-11-29T0900-h200" / "13_miiii_neurons")
+    other = shutil.copytree(kept, root / "paper" / "2026-11-30T0900-h200") / "provenance.yaml"
+    other.write_text(other.read_text().replace("profile: gpu\n", "profile: paper\n"))
+    monkeypatch.setattr(evidence, "EVIDENCE_DIR", root)
+
+    def chunk_lines() -> list[str]:
+        list_runs("gpu")
+        return [line for line in capsys.readouterr().out.splitlines() if "~" in line]
+
+    assert [r.profile for r in evidence.kept_runs()] == ["gpu", "gpu", "paper"]
+    lines = chunk_lines()
+    assert "11_miiii_training, 13_miiii_neurons  [kept: 2026-11-27T1914-h100]" in lines[0]
+    assert all("[no evidence yet]" in line for line in lines[1:]) and len(lines) > 1
+    shutil.copytree(kept, root / "gpu" / "2026-11-30T1000-h100")
+    assert "[kept: 2026-11-30T1000-h100]" in chunk_lines()[0]

@@ -262,7 +262,20 @@ EXPERIMENT = Experiment(
         "mi-dropout-needed": (
             "one seed a side, judged against the seed noise of benchmarks/miiii_budgets.py "
             "(seeds 0-2 at equal epochs: dropout 0 0.19-0.21 with only q = 2 generalised, T_miiii "
-            "0.23-0.36 from epoch 1,500 to 4,000: apart)")})
+            "0.23-0.36 from epoch 1,500 to 4,000: apart)")},
+    # The GPU profile trains a fifth of the paper's 65,536 epochs (configs/gpu/); measured in
+    # its first job, on one H100 (evidence/gpu/2026-11-27T1914-h100, seed 0).
+    not_shown_on_gpu={
+        "mi-every-head-groks": (
+            "at the GPU profile's 12,288 epochs (p = 113, the authors' settings) 2 of 29 heads "
+            "were at 0.99 and 5 and 7 at 0.98 and 0.97, every head above 13 below 0.26; the "
+            "paper's 65,536 epochs (the paper profile) are expected to show it (an estimate: on "
+            "one H200 12 of 29 heads were at 0.99 by epoch 32,768)"),
+        "mi-grokking": (
+            "at the GPU profile's 12,288 epochs train accuracy reached 0.99 only at the last "
+            "evaluation, validation 0.22: no epochs left after saturation to grok in; the paper "
+            "places the last 25 tasks around epoch 40,000: its 65,536 epochs (the paper "
+            "profile) are expected to show it (an estimate)")})
 
 
 def runs_folder(params: MiiiiParams) -> Path:

@@ -11,6 +11,7 @@ from pathlib import Path
 from rt_lib import claims
 from rt_lib.context import DEFAULT_PROFILE, available_profiles, default_results_root
 from rt_lib.io import DamagedFileError, shown
+from rt_lib.pipeline.evidence import kept_runs
 from rt_lib.pipeline.plan import available_notebooks, chunks
 from rt_lib.pipeline.registry import profile_step_shapes, runs
 from rt_lib.seeding import default_jobs
@@ -76,12 +77,18 @@ def list_runs(profile: str | None = None) -> int:
     print("notebooks:", ", ".join(available_notebooks()))
     print(status_line())
     print("profiles: ", ", ".join(available_profiles()))
-    for i, chunk in enumerate(chunks(profile) if profile else [], 1):
+    pieces = chunks(profile) if profile else []
+    problems: list[str] = []
+    kept = [r for r in kept_runs(problems=problems) if r.profile == profile] if pieces else []
+    for i, chunk in enumerate(pieces, 1):
         if i == 1:
             print(f"the {profile} profile in chunks of one job each, in order "
-                  f"(scripts/gpu_run.sh NN,NN):")
+                  f"(scripts/gpu_run.sh NN,NN), each with its latest kept evidence:")
+        have = [r.folder.name for r in kept if set(chunk.notebooks) <= set(r.claims)]
         print(f"  {i}. {','.join(n[:2] for n in chunk.notebooks):<8} ~{chunk.minutes:g} min  "
-              f"{', '.join(chunk.notebooks)}")
+              f"{', '.join(chunk.notebooks)}  [{'kept: ' + have[-1] if have else 'no evidence yet'}]")
+    for problem in problems:
+        print(f"  warning: {problem}", file=sys.stderr)
     base = default_results_root()
     n_damaged = 0
     for profile in available_profiles():
