@@ -106,7 +106,7 @@ def _settled(image, deadline_s: float = 60) -> bytes:
     pytest.fail(f"the image kept changing for {deadline_s:g} s before the slider moved")
 
 
-def test_neuron_slider_changes_the_rendered_image(lab):
+def test_neuron_slider_changes_the_rendered_image(lab, tmp_path):
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
@@ -132,7 +132,16 @@ def test_neuron_slider_changes_the_rendered_image(lab):
         image = page.locator("img.widget-image").first
         # JupyterLab renders only the cells near the viewport: wait for the image to exist, then
         # bring it into view before looking at it.
-        image.wait_for(state="attached", timeout=240_000)
+        try:
+            image.wait_for(state="attached", timeout=240_000)
+        except PlaywrightTimeout:  # say what the notebook shows instead (seen twice under load)
+            outputs = page.locator(".jp-OutputArea-output").all_inner_texts()
+            prompts = page.locator(".jp-InputPrompt").all_inner_texts()
+            page.screenshot(path=str(tmp_path / "lab.png"), full_page=True)
+            browser.close()
+            pytest.fail("no widget image after Run All Cells; input prompts "
+                        f"{[p.strip() for p in prompts]}; last outputs: "
+                        + " | ".join(o.strip()[-400:] for o in outputs[-4:]))
         image.scroll_into_view_if_needed()
         image.wait_for(state="visible", timeout=30_000)
         page.wait_for_function("img => img.complete && img.naturalWidth > 0",

@@ -266,8 +266,7 @@ def test_the_sites_claims_table_has_a_column_per_kept_run_with_its_statuses(kept
     gpu_statuses = _restatused(kept, smoke_run, "h100", tmp_path / "evidence")
     index = build_site(smoke_run, PROFILE, [NAME], evidence=tmp_path / "evidence")
     table = _tables(index)["rt-claims"]
-    date = _manifest(smoke_run)[NAME]["finished"][:10]
-    cpu, gpu = f"{PROFILE} · {date} · CPU", f"{PROFILE} · {date} · H100"
+    cpu, gpu = f"{PROFILE} · CPU", f"{PROFILE} · H100"  # a column per profile and device
     head = table["head"]
     status = head.index(f"status · {PROFILE}")
     assert head[status + 1: status + 3] == [cpu, gpu] and head[-1] == "details"
@@ -315,3 +314,44 @@ def test_a_claim_a_kept_run_did_not_record_reads_blank_and_no_evidence_adds_no_c
     bare = _tables(build_site(tmp_path, "cpu", [NAME], evidence=tmp_path / "none"))
     assert bare["rt-claims"]["head"] == ["notebook", "claim", "paper", "status · cpu", "details"]
     assert "rt-kept-runs" not in bare
+
+
+def test_jobs_of_one_profile_and_device_share_a_column_each_claim_from_the_latest(kept, smoke_run,
+                                                                                 tmp_path):
+    """Two later H100 jobs: the first recorded every claim with another status, the last
+    recorded none.  The H100 column shows the first's statuses (the latest job that recorded
+    each claim), its cells name that job; still one column per profile and device."""
+    root = tmp_path / "evidence"
+    shutil.copytree(kept, root)
+    earlier = _folder(root, smoke_run, "h100")
+
+    def job(suffix: str, table: pd.DataFrame) -> Path:
+        folder = shutil.copytree(earlier, earlier.with_name(earlier.name + suffix))
+        path = folder / NAME / "claims.csv"
+        table.to_csv(path, index=False)
+        record = yaml.safe_load((folder / "provenance.yaml").read_text())
+        record["files"][f"{NAME}/claims.csv"] = {"sha256": evidence.sha256_file(path),
+                                                "bytes": path.stat().st_size}
+        (folder / "provenance.yaml").write_text(yaml.safe_dump(record, sort_keys=False))
+        return folder
+
+    table = pd.read_csv(earlier / NAME / "claims.csv", keep_default_na=False)
+    other = {"holds": "fails", "fails": "holds", "not shown": "holds", "not checked": "holds"}
+    table["status"], table["reason"] = table["status"].map(other), ""
+    middle = job("b", table)
+    job("c", table.iloc[:0])  # the latest: no claim of this notebook recorded
+
+    index = build_site(smoke_run, PROFILE, [NAME], evidence=root)
+    claims_table = _tables(index)["rt-claims"]
+    head = claims_table["head"]
+    assert [h for h in head if h.startswith(f"{PROFILE} · ")] == [f"{PROFILE} · CPU",
+                                                                 f"{PROFILE} · H100"]
+    at = head.index(f"{PROFILE} · H100")
+    measured = _statuses(smoke_run / NAME / "claims.csv")
+    newer = dict(zip(table["id"], table["status"]))
+    assert len(claims_table["rows"]) == len(measured) >= 1
+    for row in claims_table["rows"]:
+        claim = row[head.index("claim")]
+        assert row[at] == newer[claim] != measured[claim]
+    assert f'title="job {middle.name}: ' in index.read_text()
+    assert len(_tables(index)["rt-kept-runs"]["rows"]) == 4  # every job described

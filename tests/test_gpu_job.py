@@ -135,7 +135,7 @@ def test_its_evidence_imports_and_shows_as_a_column_of_the_site(job, tmp_path):
     results = _extract(sorted((job["tmp"] / "out").glob("checkpoints.tgz.*")), tmp_path / "r")
     names = ["11_miiii_training", "13_miiii_neurons"]
     table = site.with_evidence(site.claims_table(results / "gpu-smoke", names), runs)
-    column = table[runs[0].label]
+    column = table[runs[0].rung]
     assert len(table) and (column == table["status"]).all()
 
 

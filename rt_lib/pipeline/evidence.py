@@ -322,6 +322,13 @@ class KeptRun:
             "CPU" if slug == "cpu" else slug.upper())
 
     @property
+    def rung(self) -> str:
+        """The site's column of the run: its profile and device, ``gpu · H100`` (every job of
+        the same rung shares it; a claim shows the latest job's status)."""
+        slug = str((self.provenance.get("device") or {}).get("slug", "?"))
+        return f"{self.profile} · " + ("CPU" if slug == "cpu" else slug.upper())
+
+    @property
     def device_name(self) -> str:
         return str((self.provenance.get("device") or {}).get("name", "?"))
 

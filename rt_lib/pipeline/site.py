@@ -179,25 +179,37 @@ def claims_table(root: Path, names: list[str]) -> pd.DataFrame:
                              ignore_index=True)
 
 
+#: a column's companion in :func:`with_evidence`: the kept job each of its statuses came from
+JOB = " · job"
+
+
 def with_evidence(table: pd.DataFrame, runs: list[KeptRun]) -> pd.DataFrame:
-    """``table`` (:func:`claims_table`) with a column per kept run right after ``status``,
-    headed by the run's label: the claim's status in that run, :data:`NOT_RECORDED` where it
-    did not record it.  Claims only a kept run recorded get no row: the rows are this
-    profile's (the index says how many were left out)."""
+    """``table`` (:func:`claims_table`) with a column per rung of kept evidence (profile and
+    device, :func:`columns_of`) right after ``status``: the claim's status in the latest job of
+    that rung that recorded it, :data:`NOT_RECORDED` where none did; beside each, its companion
+    (``<column>`` + :data:`JOB`) names that job's folder.  Claims only a kept run recorded get
+    no row: the rows are this profile's (the index says how many were left out)."""
     out = table.copy()
     at = list(out.columns).index("status") + 1
-    for label, run in columns_of(runs).items():
-        out.insert(at, label, [run.status(n, c) or NOT_RECORDED
-                               for n, c in zip(out["notebook"], out["claim"])])
-        at += 1
+    for label, jobs in columns_of(runs).items():
+        statuses, sources = [], []
+        for notebook, claim in zip(out["notebook"], out["claim"]):
+            found = next(((job.status(notebook, claim), job) for job in reversed(jobs)
+                          if job.status(notebook, claim) is not None), None)
+            statuses.append(found[0] if found else NOT_RECORDED)
+            sources.append(found[1].folder.name if found else "")
+        out.insert(at, label, statuses)
+        out.insert(at + 1, label + JOB, sources)
+        at += 2
     return out
 
 
-def columns_of(runs: list[KeptRun]) -> dict[str, KeptRun]:
-    """{column header: kept run}: the run's label, with its folder where two labels agree."""
-    labels = Counter(run.label for run in runs)
-    return {run.label if labels[run.label] == 1 else f"{run.label} ({run.folder.name})": run
-            for run in runs}
+def columns_of(runs: list[KeptRun]) -> dict[str, list[KeptRun]]:
+    """{column header: its kept jobs, oldest first}: one column per rung (``gpu · H100``)."""
+    out: dict[str, list[KeptRun]] = {}
+    for run in sorted(runs, key=lambda r: (str(r.provenance.get("date", "")), r.folder.name)):
+        out.setdefault(run.rung, []).append(run)
+    return out
 
 
 def _run_note(run: KeptRun) -> str:
@@ -252,7 +264,8 @@ def _claims_html(table: pd.DataFrame, pages: dict[str, Page],
                  f"<td>{html.escape(paper)}</td>",
                  _status_cell(str(row["status"]), str(row.get("why not shown") or ""),
                               str(row.get("scale or why") or ""))]
-        cells += [_status_cell(str(row[c]), title=kept[c]) for c in runs]
+        cells += [_status_cell(str(row[c]), title=f"job {row[c + JOB]}: {kept[c]}"
+                               if row.get(c + JOB) else kept[c]) for c in runs]
         details = "".join(f"<dt>{html.escape(c)}</dt><dd>{html.escape(str(row[c]))}</dd>"
                           for c in DETAILS if str(row.get(c) or ""))
         cells.append(f"<td><details><summary>measured</summary><dl>{details}</dl></details></td>"
@@ -268,7 +281,7 @@ def _kept_html(runs: list[KeptRun], table: pd.DataFrame, problems: list[str]) ->
     rows = ['<table class="rt-kept-runs"><thead><tr><th>column</th><th>device</th>'
             "<th>torch</th><th>python</th><th>commit</th><th>finished</th><th>wall time</th>"
             "<th>command</th><th>claims</th><th>folder</th></tr></thead><tbody>"]
-    for label, run in columns_of(runs).items():
+    for label, run in ((label, run) for label, jobs in columns_of(runs).items() for run in jobs):
         p = run.provenance
         recorded = {(nb, c) for nb, t in run.claims.items() for c in t["id"]}
         left_out = len(recorded - shown_claims)
@@ -327,12 +340,14 @@ def index_notebook(profile: str, pages: list[Page], table: pd.DataFrame,
         return cell
 
     nb = nbformat.v4.new_notebook()
-    kept = {label: _run_note(run) for label, run in columns_of(runs).items()}
+    kept = {label: f"{len(jobs)} kept job(s), the latest {jobs[-1].folder.name}: "
+                   f"{_run_note(jobs[-1])}" for label, jobs in columns_of(runs).items()}
     glance = "## Claims at a glance"
     if runs:
         glance += (f"\n\nThe status column is this ({profile}) profile's run; each column after "
-                   "it, a run kept as evidence (`evidence/`, described below): the claim's "
-                   f"status in that run, {NOT_RECORDED} where it did not record it.")
+                   "it, a profile and device of the runs kept as evidence (`evidence/`, "
+                   "described below): the claim's status in the latest kept job that recorded "
+                   f"it (the job's folder in the cell's tooltip), {NOT_RECORDED} where none did.")
     nb.cells = [nbformat.v4.new_markdown_cell(intro),
                 nbformat.v4.new_markdown_cell(glance),
                 html_cell(_claims_html(with_evidence(table, runs), {p.name: p for p in pages},
