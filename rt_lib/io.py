@@ -201,7 +201,7 @@ def atomic_save_torch(obj: Any, path: str | Path) -> Path:
 
     Two files cannot be renamed into place at once, so the pair goes in three atomic steps,
     after each of which the ``.pt`` on disk has its sha256 in the ``.sha256``: (1) the
-    ``.sha256`` lists the previous checkpoint's sha256 and the new one's, (2) the new ``.pt``
+    ``.sha256`` lists the sha256s recorded so far and the new one's, (2) the new ``.pt``
     replaces the old, (3) the ``.sha256`` holds the new one's alone.  A process killed, or a
     write refused, at any point leaves a pair that loads: the previous checkpoint or the new."""
     import torch
@@ -214,19 +214,19 @@ def atomic_save_torch(obj: Any, path: str | Path) -> Path:
     with atomic_path(path) as tmp:
         # written before the .sha256's write begins: a failure here is named as the .pt's
         tmp.write_bytes(data)
-        # the previous checkpoint's sha256, if it is recorded (a damaged one stays refused)
-        old = sha256_file(path) if path.exists() else None
-        previous = [h for h in _recorded_sha256s(path) if h == old][:1]
+        # every sha256 recorded so far (more than one only after a save killed between steps):
+        # the .pt on disk is one of them or damaged, and a damaged one stays refused
+        previous = _recorded_sha256s(path)
         with atomic_path(checksum_path(path)) as tmp_sum:
             tmp_sum.write_text("".join(f"{h}\n" for h in dict.fromkeys(previous + [new])))
-    if previous and previous != [new]:
+    if [h for h in previous if h != new]:
         atomic_write_text(checksum_path(path), new + "\n")
     return path
 
 
 def _recorded_sha256s(path: Path) -> list[str]:
-    """The sha256s ``<path>.sha256`` lists (the newest last; two only while a save is under
-    way), [] where there is none."""
+    """The sha256s ``<path>.sha256`` lists (the newest last; more than one only while a save
+    is under way, or after one was killed), [] where there is none."""
     try:
         return checksum_path(path).read_text().split()
     except FileNotFoundError:

@@ -10,6 +10,7 @@ mount namespace of its own (nothing outside the test is touched)."""
 from __future__ import annotations
 
 import errno
+import hashlib
 import multiprocessing
 import os
 import signal
@@ -217,8 +218,29 @@ def test_a_checkpoint_save_killed_between_its_renames_leaves_a_pair_that_loads(a
     assert len(path.with_name("last.pt.sha256").read_text().split()) == 1
 
 
+def test_saves_killed_twice_in_a_row_before_the_pt_moves_still_load_the_first(tmp_path,
+                                                                             monkeypatch):
+    """Each killed save adds its sha256 to the list (the .pt never moved); the original loads
+    throughout, and the next whole save leaves one sha256 again."""
+    path = tmp_path / "last.pt"
+    atomic_save_torch({"w": torch.zeros(4)}, path)
+    real = os.replace
+    monkeypatch.setattr(os, "replace", lambda src, dst: real(src, dst)
+                        if str(dst).endswith(".sha256") else (_ for _ in ()).throw(_Killed()))
+    for value in (1.0, 2.0):
+        with pytest.raises(_Killed):
+            atomic_save_torch({"w": torch.full((4,), value)}, path)
+    monkeypatch.undo()
+    assert len(path.with_name("last.pt.sha256").read_text().split()) == 3
+    assert torch.equal(load_torch(path)["w"], torch.zeros(4))
+    atomic_save_torch({"w": torch.full((4,), 3.0)}, path)
+    assert path.with_name("last.pt.sha256").read_text().split() == [
+        hashlib.sha256(path.read_bytes()).hexdigest()]
+
+
 def test_a_damaged_checkpoint_stays_refused_when_saved_over_and_killed(tmp_path, monkeypatch):
-    """The first rename lists the previous sha256 only if the .pt on disk still matches it."""
+    """A damaged .pt's own sha256 was never recorded: the first rename lists what was, and
+    the damaged file, still on disk after the kill, matches none of it."""
     path = tmp_path / "last.pt"
     atomic_save_torch({"w": torch.zeros(4)}, path)
     with open(path, "r+b") as f:
