@@ -1,11 +1,15 @@
 """The claims a run recorded, as a Markdown table (docs/claims.md's and a closing note's).
 
     .venv/bin/python scripts/claims_table.py [results root]      # default: results/
+    .venv/bin/python scripts/claims_table.py --kept gpu          # the kept evidence of a profile
 
 One row per ledger claim (rt_lib/ledger.yaml) in the ledger's order, then the claims of our own:
 id, notebook, status (a claim not shown with its reason: runs, budget, contrary, noise), and
 what was measured with its margin (or why it was not checked).  A
-ledger claim no run under the root recorded reads "not run".
+ledger claim no run under the root recorded reads "not run".  With ``--kept PROFILE`` the rows
+are the claims the kept evidence runs of that profile recorded (``evidence/<profile>/``), each
+from the latest job that recorded it, with that job's folder; ledger claims no job recorded are
+left out.
 """
 
 from __future__ import annotations
@@ -39,12 +43,49 @@ def rows(root: Path) -> list[tuple[str, str, str, str, str]]:
     return out
 
 
+def kept_rows(profile: str, evidence_root: Path | None = None
+              ) -> list[tuple[str, str, str, str, str, str]]:
+    """(id, notebook, status, ours or paper, measured / why, job) per claim the kept runs of
+    ``profile`` recorded, each from the latest job that recorded it; ledger order, then ours."""
+    from rt_lib.pipeline.evidence import kept_runs
+
+    latest: dict[str, tuple[str, object, str]] = {}
+    jobs = sorted((r for r in kept_runs(evidence_root) if r.profile == profile),
+                  key=lambda r: (str(r.provenance.get("date", "")), r.folder.name))
+    for job in jobs:
+        for notebook, table in job.claims.items():
+            for row in table.itertuples():
+                latest[row.id] = (notebook, row, job.folder.name)
+    order = [i for i in claims.ledger() if i in latest] + [
+        i for i, (_, row, _) in latest.items() if row.own]
+    out = []
+    for id in order:
+        notebook, row, job = latest[id]
+        what = row.scale if row.status == "not checked" else row.measured
+        out.append((id, notebook, _status(row), "ours" if row.own else "paper", what, job))
+    return out
+
+
 def _status(row) -> str:
     """``not shown (noise)``: a status with the reason of a claim not shown."""
     return f"{row.status} ({row.reason})" if row.status == "not shown" and row.reason else row.status
 
 
 def main(argv: list[str]) -> None:
+    if argv[:1] == ["--kept"]:
+        if len(argv) != 2:
+            sys.exit("claims_table.py: --kept needs a profile, e.g. --kept gpu")
+        found = kept_rows(argv[1])
+        if not found:
+            sys.exit(f"claims_table.py: --kept {argv[1]}: no kept run of that profile under "
+                     "evidence/")
+        print("| claim | notebook | status | whose | measured, with its margin (or why not "
+              "checked) | job |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        for id, notebook, status, whose, what, job in found:
+            text = str(what).replace("|", "/")
+            print(f"| `{id}` | {notebook[:2]} | {status} | {whose} | {text} | `{job}` |")
+        return
     root = Path(argv[0]) if argv else PROJECT_ROOT / "results"
     print("| claim | notebook | status | whose | measured, with its margin (or why not checked) |")
     print("| --- | --- | --- | --- | --- |")

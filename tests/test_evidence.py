@@ -355,3 +355,21 @@ def test_jobs_of_one_profile_and_device_share_a_column_each_claim_from_the_lates
         assert row[at] == newer[claim] != measured[claim]
     assert f'title="job {middle.name}: ' in index.read_text()
     assert len(_tables(index)["rt-kept-runs"]["rows"]) == 4  # every job described
+
+
+def test_the_claims_table_script_lists_each_kept_claim_from_its_latest_job(kept, smoke_run,
+                                                                           tmp_path):
+    """scripts/claims_table.py --kept: the H100 job (the later folder of the same minute) whose
+    statuses all differ from the CPU job's gives every row, naming itself."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("claims_table",
+                                                  PROJECT_ROOT / "scripts" / "claims_table.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    gpu_statuses = _restatused(kept, smoke_run, "h100", tmp_path / "evidence")
+    rows = script.kept_rows(PROFILE, tmp_path / "evidence")
+    job = _folder(tmp_path / "evidence", smoke_run, "h100").name
+    assert {r[0]: r[2] for r in rows} == gpu_statuses
+    assert {r[5] for r in rows} == {job} and {r[1] for r in rows} == {NAME}
+    assert script.kept_rows("paper", tmp_path / "evidence") == []
