@@ -1,6 +1,10 @@
-"""Would notebook 11's runs train faster on a CPU as one stacked model?
+"""Would notebook 11's runs train faster as one stacked model, on a CPU or a GPU?
 
     .venv/bin/python benchmarks/stacked_miiii.py runs=5 repeats=20
+    python3 benchmarks/stacked_miiii.py profile=gpu device=cuda runs=3 repeats=200   # on a GPU
+
+``profile``: whose settings of notebook 11 (cpu: p = 37; gpu: p = 113, configs/gpu/); ``device``:
+cpu or cuda (timed with the device synchronised).
 
 Times one forward and backward pass of T_miiii with the CPU profile's settings (dropout on, full
 batch) on one torch thread: the plain model alone, and ``runs`` models of the same shape stacked
@@ -23,22 +27,33 @@ import torch
 from torch.func import functional_call, stack_module_state, vmap
 
 from rt_lib import fast_paths
-from rt_lib.experiments.miiii_training import MiiiiParams
+from rt_lib.experiments.miiii_training import EXPERIMENT
 from rt_lib.model import build_model
 
 
 def main(argv: list[str]) -> None:
-    opts = {"runs": 5, "repeats": 20}
+    opts: dict[str, int | str] = {"runs": 5, "repeats": 20, "profile": "cpu", "device": "cpu"}
     for kv in argv:
         key, _, raw = kv.partition("=")
         if key not in opts:
             raise SystemExit(f"unknown setting {key!r}; settings: {sorted(opts)}")
-        opts[key] = int(raw)
+        opts[key] = raw if isinstance(opts[key], str) else int(raw)
+    if opts["device"] not in ("cpu", "cuda"):
+        raise SystemExit(f"device must be cpu or cuda, got {opts['device']!r}")
+    if opts["device"] == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("device=cuda: torch sees no GPU here")
+    device = torch.device(str(opts["device"]))
     torch.set_num_threads(1)
-    params = MiiiiParams()
+    params = EXPERIMENT.profile_params(str(opts["profile"]))
     task = params.task("miiii")
-    x, y = task.get_batch(0, None, 0)
-    models = [params.model(task).train() for _ in range(opts["runs"])]
+    x, y = (t.to(device) for t in task.get_batch(0, None, 0))
+    models = [params.model(task).train().to(device) for _ in range(int(opts["runs"]))]
+    print(f"notebook 11's {opts['profile']} profile: p = {params.p}, d_model = {params.d_model}, "
+          f"a batch of {x.shape[0]}, on {device}", flush=True)
+
+    def sync() -> None:
+        if device.type == "cuda":
+            torch.cuda.synchronize()
     stacked, buffers = stack_module_state(models)
     for value in stacked.values():
         value.requires_grad_(True)
@@ -63,21 +78,25 @@ def main(argv: list[str]) -> None:
                                                           opts["runs"])):
         for _ in range(3):  # warm-up
             fn()
+        sync()
         start = time.perf_counter()
-        for _ in range(opts["repeats"]):
+        for _ in range(int(opts["repeats"])):
             fn()
-        ms = (time.perf_counter() - start) / opts["repeats"] / per * 1000
-        print(f"{name:<18} {ms:7.1f} ms per run (forward and backward, one thread)", flush=True)
+        sync()
+        ms = (time.perf_counter() - start) / int(opts["repeats"]) / per * 1000
+        print(f"{name:<18} {ms:7.2f} ms per run (forward and backward, {device})", flush=True)
     d = params.d_model
-    a, w = torch.randn(x.numel(), d), torch.randn(d, 3 * d)
+    a, w = torch.randn(x.numel(), d, device=device), torch.randn(d, 3 * d, device=device)
     a_n, w_n = a.expand(opts["runs"], -1, -1).contiguous(), w.expand(opts["runs"], -1, -1).contiguous()
     for name, fn, per in (("mm, one run", lambda: a @ w, 1),
                           (f"bmm, {opts['runs']} runs", lambda: a_n @ w_n, opts["runs"])):
         fn()
+        sync()
         start = time.perf_counter()
-        for _ in range(10 * opts["repeats"]):
+        for _ in range(10 * int(opts["repeats"])):
             fn()
-        ms = (time.perf_counter() - start) / (10 * opts["repeats"]) / per * 1000
+        sync()
+        ms = (time.perf_counter() - start) / (10 * int(opts["repeats"])) / per * 1000
         print(f"{name:<18} {ms:7.2f} ms per run ([{x.numel()}, {d}] @ [{d}, {3 * d}])", flush=True)
 
 
