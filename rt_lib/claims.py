@@ -135,11 +135,13 @@ class Claims:
     """The claims of one notebook run, written to ``<folder>/claims.csv``."""
 
     def __init__(self, folder: Path, strict: bool, notebook: str = "",
-                 not_shown: dict[str, str] | None = None) -> None:
+                 not_shown: dict[str, str] | None = None,
+                 declared_in: str = "not_shown_on_cpu") -> None:
         self.path = Path(folder) / FILENAME
         self.notebook = notebook  # its ledger claims must all be recorded ("" for none)
         self.strict = strict  # a profile's own run: a claim that does not hold fails it
         self.not_shown = dict(not_shown or {})  # claim id -> the measurement, the scale
+        self.declared_in = declared_in  # the Experiment field holding them, for its messages
         self.claims: list[Claim] = []
         self.path.unlink(missing_ok=True)  # a rerun records its own claims only
 
@@ -219,7 +221,7 @@ class Claims:
         for c in self.claims:
             if c.id in self.not_shown and c.status == HOLDS:
                 print(f"  {c.id} was declared not to show at this scale but holds: "
-                      "remove it from the experiment's not_shown_on_cpu (or _gpu)")
+                      f"remove it from {self.declared_in}")
         bad = [c.id for c in self.claims if c.status == FAILS
                or (c.status == NOT_SHOWN and c.id not in self.not_shown)]
         if self.strict and (bad or missing):

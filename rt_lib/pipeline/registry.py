@@ -140,7 +140,8 @@ class Experiment:
                   and current_profile() in STRICT_PROFILES)
         return params, out, Claims(out, strict=strict,
                                    notebook=self.name,
-                                   not_shown=declared)
+                                   not_shown=declared,
+                                   declared_in=f"not_shown_on_{current_profile()}")
 
 
 def profile_step_shapes(profile: str, names: list[str] | None = None) -> list[tuple[str, Any]]:
