@@ -4,7 +4,7 @@
 # tests/nbval_sanitize.cfg) where this machine's numeric platform matches the one they were recorded
 # on, else portable (rt_lib/portable.py: numbers masked, every claim's status exactly, its numbers
 # within the claim's tolerance); RT_PLATFORM=strict|portable forces one.  The line before the
-# tests start, and the summary's last line, say which and why.
+# tests start, and the summary of the first pytest run below, say which and why.
 # Extra arguments go to pytest, e.g. ./run_tests.sh -k model
 # Tests run on RT_TEST_JOBS pytest-xdist workers (default: usable cores / RT_THREADS, at most 4),
 # each with one torch thread; conftest.py keeps each notebook on one worker and hands out a
@@ -27,6 +27,15 @@ export TQDM_DISABLE=1  # progress bars would land in the compared stderr outputs
 export RT_RESULTS="${RT_RESULTS:-$(mktemp -d)/results}"
 jobs="${RT_TEST_JOBS:-$(.venv/bin/python -c 'from rt_lib.seeding import default_jobs; print(default_jobs())')}"
 [ "$jobs" = 1 ] && jobs=0  # one worker: no need for xdist's extra process
-exec .venv/bin/python -m pytest tests notebooks --nbval --nbval-current-env \
-  --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout 1800 -p no:cacheprovider \
-  -n "$jobs" --dist loadscope --no-loadscope-reorder --durations 20 "$@"
+pytest=(.venv/bin/python -m pytest --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
+        --nbval-cell-timeout 1800 -p no:cacheprovider --durations 20)
+if [ $# -gt 0 ]; then  # the caller picks the tests
+  exec "${pytest[@]}" tests notebooks --nbval -n "$jobs" --dist loadscope --no-loadscope-reorder "$@"
+fi
+# Everything but the browser tests side by side, then the browser tests alone: starved of CPU
+# beside a training notebook, JupyterLab at times loses its kernel or asks for one.
+status=0
+"${pytest[@]}" tests notebooks --nbval --ignore tests/test_browser.py \
+  -n "$jobs" --dist loadscope --no-loadscope-reorder || status=$?
+"${pytest[@]}" tests/test_browser.py || status=$(( status ? status : $? ))
+exit "$status"
