@@ -31,6 +31,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 import pandas as pd
@@ -315,18 +316,17 @@ class KeptRun:
         return str(self.provenance.get("profile", self.folder.parent.name))
 
     @property
-    def label(self) -> str:
-        """The run's column header: ``paper · 2026-11-27 · H100``."""
-        slug = str((self.provenance.get("device") or {}).get("slug", "?"))
-        return f"{self.profile} · {self.provenance.get('date', '?')} · " + (
-            "CPU" if slug == "cpu" else slug.upper())
-
-    @property
     def rung(self) -> str:
         """The site's column of the run: its profile and device, ``gpu · H100`` (every job of
         the same rung shares it; a claim shows the latest job's status)."""
         slug = str((self.provenance.get("device") or {}).get("slug", "?"))
         return f"{self.profile} · " + ("CPU" if slug == "cpu" else slug.upper())
+
+    @property
+    def label(self) -> str:
+        """The run's own header: its rung with its date, ``paper · 2026-11-27 · H100``."""
+        profile, device = self.rung.split(" · ")
+        return f"{profile} · {self.provenance.get('date', '?')} · {device}"
 
     @property
     def device_name(self) -> str:
@@ -382,6 +382,12 @@ def kept_runs(evidence_root: Path | None = None,
                 raise
             problems.append(str(err))
     return out
+
+
+def oldest_first(runs: Iterable[KeptRun]) -> list[KeptRun]:
+    """Kept runs by their provenance's date, then folder name (date, time, device): a later job
+    of the same rung comes after, and its statuses win."""
+    return sorted(runs, key=lambda r: (str(r.provenance.get("date", "")), r.folder.name))
 
 
 def check_kept(folder: Path, max_mib: float = MAX_MIB) -> KeptRun:

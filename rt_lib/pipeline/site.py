@@ -39,7 +39,7 @@ import nbformat
 import pandas as pd
 
 from rt_lib import claims
-from rt_lib.pipeline.evidence import EVIDENCE_DIR, KeptRun, kept_runs
+from rt_lib.pipeline.evidence import EVIDENCE_DIR, KeptRun, kept_runs, oldest_first
 from rt_lib.io import PROJECT_ROOT, atomic_path, atomic_write_text, shown
 from rt_lib.pipeline.manifest import FILENAME as MANIFEST
 
@@ -207,7 +207,7 @@ def with_evidence(table: pd.DataFrame, runs: list[KeptRun]) -> pd.DataFrame:
 def columns_of(runs: list[KeptRun]) -> dict[str, list[KeptRun]]:
     """{column header: its kept jobs, oldest first}: one column per rung (``gpu · H100``)."""
     out: dict[str, list[KeptRun]] = {}
-    for run in sorted(runs, key=lambda r: (str(r.provenance.get("date", "")), r.folder.name)):
+    for run in oldest_first(runs):
         out.setdefault(run.rung, []).append(run)
     return out
 
