@@ -1,7 +1,7 @@
 """Would notebook 11's runs train faster as one stacked model, on a CPU or a GPU?
 
     .venv/bin/python benchmarks/stacked_miiii.py runs=5 repeats=20
-    python3 benchmarks/stacked_miiii.py profile=gpu device=cuda runs=3 repeats=200   # on a GPU
+    PYTHONPATH=. python3 benchmarks/stacked_miiii.py profile=gpu device=cuda runs=3 repeats=100
 
 ``profile``: whose settings of notebook 11 (cpu: p = 37; gpu: p = 113, configs/gpu/); ``device``:
 cpu or cuda (timed with the device synchronised).
