@@ -120,21 +120,20 @@ def lab(tmp_path):
         server.kill()
 
 
-def _accept_kernel_dialog(page) -> bool:
-    """Whether JupyterLab asked which kernel to start; if so, the one it proposes (python3) is
-    taken.  Under load JupyterLab asks (seen in CI: the dialog sat over a notebook that never
-    ran); the caller clicks Run All again if no cell has run a minute later."""
+def _accept_kernel_dialog(page) -> None:
+    """If JupyterLab asks which kernel to start, take the one it proposes (python3).  It asks at
+    times, under load and here even without (seen in CI: the dialog sat over a notebook that
+    never ran); the caller clicks Run All again if no cell has run a minute later."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     dialog = page.locator(".jp-Dialog").filter(has_text="Select Kernel")
     if not dialog.count():
-        return False
+        return
     dialog.locator("button.jp-mod-accept").first.click()
     try:
         dialog.first.wait_for(state="detached", timeout=10_000)
     except PlaywrightTimeout:
         pass
-    return True
 
 
 def _settled(image, deadline_s: float = 60) -> bytes:

@@ -29,9 +29,9 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Iterable
 from typing import Any
 
 import pandas as pd
@@ -316,17 +316,21 @@ class KeptRun:
         return str(self.provenance.get("profile", self.folder.parent.name))
 
     @property
+    def device(self) -> str:
+        """The device's short name, ``CPU`` or its slug in capitals (``H100``)."""
+        slug = str((self.provenance.get("device") or {}).get("slug", "?"))
+        return "CPU" if slug == "cpu" else slug.upper()
+
+    @property
     def rung(self) -> str:
         """The site's column of the run: its profile and device, ``gpu · H100`` (every job of
         the same rung shares it; a claim shows the latest job's status)."""
-        slug = str((self.provenance.get("device") or {}).get("slug", "?"))
-        return f"{self.profile} · " + ("CPU" if slug == "cpu" else slug.upper())
+        return f"{self.profile} · {self.device}"
 
     @property
     def label(self) -> str:
         """The run's own header: its rung with its date, ``paper · 2026-11-27 · H100``."""
-        profile, device = self.rung.split(" · ")
-        return f"{profile} · {self.provenance.get('date', '?')} · {device}"
+        return f"{self.profile} · {self.provenance.get('date', '?')} · {self.device}"
 
     @property
     def device_name(self) -> str:
