@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from rt_lib.model import eval_mode
+from rt_lib.model import Transformer, eval_mode
 
 
 @dataclass(frozen=True)
@@ -67,13 +67,12 @@ def best_circle_pcs(projected: np.ndarray, max_pc: int = 8) -> tuple[tuple[int, 
 
 
 @torch.no_grad()
-def attention_patterns(model: nn.Module, tokens: Tensor) -> Tensor:
+def attention_patterns(model: Transformer, tokens: Tensor) -> Tensor:
     """Every head's attention over ``tokens`` [b, t]: [n_layers, b, n_heads, t(query), t(key)]."""
-    cache: dict[str, Tensor] = {}
+    names = [f"blocks.{i}.attn.hook_pattern" for i in range(len(model.blocks))]
     with eval_mode(model):
-        model(tokens, cache=cache)
-    n_layers = len(model.blocks)
-    return torch.stack([cache[f"blocks.{i}.attn.pattern"] for i in range(n_layers)]).cpu()
+        _, cache = model.run_with_cache(tokens, names)
+    return torch.stack([cache[name] for name in names]).cpu()
 
 
 def needle_head_scores(patterns: Tensor, tokens: Tensor) -> dict[str, Tensor]:
@@ -98,6 +97,27 @@ def needle_head_scores(patterns: Tensor, tokens: Tensor) -> dict[str, Tensor]:
             v2m += patterns[:, r, :, m + 1, m]
             n_vals += 1
     return {"value_to_marker": v2m / max(n_vals, 1), "query_to_value": q2v / b}
+
+
+@torch.no_grad()
+def mean_ablate_heads(model: Transformer, tokens: Tensor, heads: list[tuple[int, int]],
+                      last_only: bool = False) -> Tensor:
+    """Logits of ``tokens`` [b, t] with each (layer, head) of ``heads`` mean-ablated: its output
+    z (before W_O, hook ``blocks.{layer}.attn.hook_z``) replaced at every position by its mean
+    over the rows of ``tokens``, so the head still writes what it writes on average but nothing
+    of what it read in this row.  Through the plain forward (the hook points), in eval mode."""
+    names = sorted({f"blocks.{layer}.attn.hook_z" for layer, _ in heads})
+    with eval_mode(model):
+        _, clean = model.run_with_cache(tokens, names, last_only=last_only)
+
+        def ablate(z: Tensor, hook) -> Tensor:
+            z = z.clone()  # [b, h, t, k]
+            for layer, head in heads:
+                if hook.name == f"blocks.{layer}.attn.hook_z":
+                    z[:, head] = clean[hook.name][:, head].mean(0)
+            return z
+
+        return model.run_with_hooks(tokens, [(name, ablate) for name in names], last_only)
 
 
 @torch.no_grad()
@@ -150,17 +170,17 @@ def isotropic_baseline(n: int, d: int, k: int = 10, seed: int = 0) -> float:
 
 
 @torch.no_grad()
-def hidden_states(model: nn.Module, tokens: Tensor, positions: Tensor | None = None,
+def hidden_states(model: Transformer, tokens: Tensor, positions: Tensor | None = None,
                   batch_size: int = 1024) -> dict[str, Tensor]:
     """Residual stream after each block, ``{"layer 1": [n, d], ...}``, at the scored positions:
     ``positions`` [b, t] bool selects (example, position) pairs; None = the last position."""
     out: dict[str, list[Tensor]] = {}
     with eval_mode(model):
         for start in range(0, len(tokens), batch_size):
-            cache: dict[str, Tensor] = {}
-            model(tokens[start : start + batch_size], cache=cache)
-            for i in range(len(model.blocks)):
-                resid = cache[f"blocks.{i}.resid_post"]  # [b, t, d]
+            names = [f"blocks.{i}.hook_resid_post" for i in range(len(model.blocks))]
+            _, cache = model.run_with_cache(tokens[start : start + batch_size], names)
+            for i, name in enumerate(names):
+                resid = cache[name]  # [b, t, d]
                 if positions is None:
                     picked = resid[:, -1]
                 else:

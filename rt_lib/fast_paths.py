@@ -36,7 +36,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from rt_lib.model import Transformer
+from rt_lib.model import Block, Transformer
 
 
 def last_logits(model: nn.Module, tokens: Tensor) -> Tensor:
@@ -86,8 +86,24 @@ def last_token_tables(model: Transformer, tokens: Tensor) -> Tensor:
     k_pre = k_tab[pos, :, tokens[:, :-1]].transpose(1, 2)
     v_pre = v_tab[pos, :, tokens[:, :-1]].transpose(1, 2)
     x = model.W_E[tokens[:, -1:]] + model.W_pos[t - 1 : t]  # [b, 1, d]
-    x = block(x, past_kv=(k_pre, v_pre))
+    x = block_after(block, x, k_pre, v_pre)
     return model.unembed(model.ln_final(x[:, -1]))
+
+
+def block_after(block: Block, x: Tensor, k_pre: Tensor, v_pre: Tensor) -> Tensor:
+    """``block`` on the stream x [b, t1, d] of the positions after those whose keys and values
+    [b, h, t0, k] are given (computed elsewhere, as in incremental decoding): [b, t1, d], what the
+    block's plain forward gives at those positions.  The hook points on the queries, keys and
+    values are passed by, the rest see these positions alone: read activations through the plain
+    forward (``run_with_cache``)."""
+    attn = block.attn
+    y = block.ln1(x)
+    # queries before keys and values, as in Attention.forward: the order in which autograd sums
+    # the gradients reaching y, and so the rounding of every step after
+    q = attn.queries(y)  # [b, h, t1, k]
+    key, value = attn.keys_values(y)
+    key, value = torch.cat([k_pre, key], 2), torch.cat([v_pre, value], 2)
+    return block.write(x, attn.mix(q, key, value))
 
 
 def shared_prefixes(model: Transformer, tokens: Tensor) -> tuple[Tensor, Tensor] | None:
@@ -120,7 +136,7 @@ def last_shared_prefix(model: Transformer, tokens: Tensor, prefixes: Tensor,
     x = model.embed_dropout(model.W_E[tokens[:, -1:]] + model.W_pos[t - 1 : t])  # [b, 1, d]
     for i, block in enumerate(model.blocks):
         k_pre, v_pre = block.attn.keys_values(block.ln1(x_pre))  # [u, h, t-1, k]
-        x = block(x, past_kv=(k_pre[inverse], v_pre[inverse]))
+        x = block_after(block, x, k_pre[inverse], v_pre[inverse])
         if i < len(model.blocks) - 1:
             x_pre = block(x_pre)
     return model.unembed(model.ln_final(x[:, -1]))
@@ -146,5 +162,5 @@ def distinct_rows(tokens: Tensor, d_vocab: int) -> tuple[Tensor, Tensor]:
     return rows, inverse
 
 
-__all__ = ["distinct_rows", "last_logits", "last_position_logits", "last_shared_prefix",
+__all__ = ["block_after", "distinct_rows", "last_logits", "last_position_logits", "last_shared_prefix",
            "last_token_tables", "shared_prefixes", "token_tables_apply"]

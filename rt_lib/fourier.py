@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from rt_lib.model import eval_mode
+from rt_lib.model import Transformer, eval_mode
 
 
 def pearson(a: Tensor | np.ndarray, b: Tensor | np.ndarray) -> float:
@@ -100,13 +100,14 @@ def grid_tokens(p: int) -> Tensor:
 
 
 @torch.no_grad()
-def neuron_grid(model: nn.Module, p: int) -> np.ndarray:
+def neuron_grid(model: Transformer, p: int) -> np.ndarray:
     """MLP activations (after the ReLU) at the output position over every input pair:
     [p (first token), p (second token), d_mlp]."""
-    cache: dict[str, Tensor] = {}
+    name = f"blocks.{len(model.blocks) - 1}.mlp.hook_post"
     with eval_mode(model):
-        model(grid_tokens(p).to(next(model.parameters()).device), last_only=True, cache=cache)
-    post = cache[f"blocks.{len(model.blocks) - 1}.mlp.post"][:, -1]  # [p^2, m]
+        _, cache = model.run_with_cache(grid_tokens(p).to(next(model.parameters()).device),
+                                        [name], last_only=True)
+    post = cache[name][:, -1]  # [p^2, m]
     return post.reshape(p, p, -1).double().cpu().numpy()
 
 

@@ -12,10 +12,13 @@ One `Transformer` class covers both papers:
 Shapes use b = batch, t = positions, d = d_model, h = n_heads, k = d_head, m = d_mlp, v = vocab.
 
 ``Transformer.forward`` is the plain forward: embed, blocks, final LayerNorm, unembed
-(``last_only``: the last position alone, the same arithmetic restricted to it).  Speed sits beside
+(``last_only``: the last position alone, the same arithmetic restricted to it).  Its activations
+pass through hook points named as in TransformerLens (``hook_embed``, ``blocks.0.attn.hook_pattern``,
+``blocks.0.mlp.hook_post``, ``blocks.0.hook_resid_post``, ...): :meth:`Hooked.run_with_cache` reads
+them, :meth:`Hooked.run_with_hooks` reads or replaces them (ablation, patching).  Speed sits beside
 it, never inside:
 
-* the attention kernels (end of this file): with no pattern to record, attention runs the
+* the attention kernels (end of this file): with no hook on the pattern, attention runs the
   arithmetic of :func:`attend` by the kernel fastest at its length, broadcast products up to
   SHORT_SEQ keys, SDPA beyond; equal up to rounding (tests/test_model.py).  The choice is one
   call in ``Attention.forward`` and stays in this file, because every forward takes it: a
@@ -28,8 +31,8 @@ it, never inside:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -175,17 +178,86 @@ def _mask_future(scores: Tensor) -> Tensor:
     return scores.masked_fill(~keep, float("-inf"))
 
 
-def attend(q: Tensor, key: Tensor, value: Tensor, causal: bool, p_drop: float, training: bool,
-           cache: dict | None = None, name: str = "") -> Tensor:
-    """softmax(q key^T / sqrt(k)) value per head (Vaswani et al. 2017): q [b, h, tq, k], key and
-    value [b, h, t, k] -> z [b, h, tq, k].  Dropout (rate ``p_drop``, in training) acts on the
-    pattern [b, h, tq, t], which goes to ``cache[name]`` when a cache is given."""
+def attention_pattern(q: Tensor, key: Tensor, causal: bool) -> Tensor:
+    """softmax(q key^T / sqrt(k)) per head (Vaswani et al. 2017): q [b, h, tq, k], key
+    [b, h, t, k] -> pattern [b, h, tq, t], each query's weights over the keys."""
     scores = q @ key.transpose(-1, -2) / math.sqrt(q.shape[-1])  # [b, h, tq, t]
     scores = _mask_future(scores) if causal else scores
-    pattern = scores.softmax(-1)
-    if cache is not None:
-        cache[name] = pattern.detach()
-    return F.dropout(pattern, p_drop, training) @ value
+    return scores.softmax(-1)
+
+
+def attend(q: Tensor, key: Tensor, value: Tensor, causal: bool, p_drop: float,
+           training: bool) -> Tensor:
+    """The pattern applied to the values: z [b, h, tq, k], value [b, h, t, k].  Dropout (rate
+    ``p_drop``, in training) acts on the pattern."""
+    return F.dropout(attention_pattern(q, key, causal), p_drop, training) @ value
+
+
+class HookPoint(nn.Module):
+    """The identity on one activation, named by its place in the model (``name``, set by
+    :class:`Hooked`): a forward hook registered on it reads the activation, and replaces it when
+    it returns a tensor (TransformerLens's HookPoint).  A hook is called as ``fn(activation,
+    hook)``, ``hook`` being this point."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.name = ""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x
+
+    def active(self) -> bool:
+        """Whether a hook is registered here (the attention pattern is then computed plainly, so
+        that there is one to hook)."""
+        return bool(self._forward_hooks or self._forward_pre_hooks)
+
+
+HookFn = Callable[[Tensor, HookPoint], Tensor | None]
+
+
+class Hooked(nn.Module):
+    """What a model with hook points offers (TransformerLens's HookedRootModule, in little)."""
+
+    def name_hook_points(self) -> None:
+        for name, module in self.named_modules():
+            if isinstance(module, HookPoint):
+                module.name = name
+
+    def hook_points(self) -> dict[str, HookPoint]:
+        return {n: m for n, m in self.named_modules() if isinstance(m, HookPoint)}
+
+    @contextmanager
+    def hooks(self, fwd_hooks: Iterable[tuple[str, HookFn]]) -> Iterator["Hooked"]:
+        """The hooks ``[(hook point name, fn), ...]`` registered inside the block, removed after
+        it (even on error).  An unknown name raises, naming the hook points there are."""
+        points = self.hook_points()
+        with ExitStack() as stack:
+            for name, fn in fwd_hooks:
+                if name not in points:
+                    raise KeyError(f"no hook point {name!r}; there are: {', '.join(points)}")
+                handle = points[name].register_forward_hook(
+                    lambda module, args, out, fn=fn: fn(out, module))
+                stack.callback(handle.remove)
+            yield self
+
+    def run_with_hooks(self, tokens: Tensor, fwd_hooks: Iterable[tuple[str, HookFn]],
+                       last_only: bool = False) -> Tensor:
+        """``self(tokens, last_only)`` with the hooks registered for this call only."""
+        with self.hooks(fwd_hooks):
+            return self(tokens, last_only=last_only)
+
+    def run_with_cache(self, tokens: Tensor, names: Iterable[str] | None = None,
+                       last_only: bool = False) -> tuple[Tensor, dict[str, Tensor]]:
+        """``self(tokens, last_only)`` and the activations (detached) at the named hook points,
+        every one by default: (logits, {hook point name: activation})."""
+        cache: dict[str, Tensor] = {}
+
+        def keep(x: Tensor, hook: HookPoint) -> None:
+            cache[hook.name] = x.detach()
+
+        wanted = list(self.hook_points()) if names is None else list(names)
+        logits = self.run_with_hooks(tokens, [(name, keep) for name in wanted], last_only)
+        return logits, cache
 
 
 class LayerNorm(nn.Module):
@@ -208,6 +280,9 @@ class Attention(nn.Module):
         h, d, k = cfg.n_heads, cfg.d_model, cfg.d_head
         self.cfg = cfg
         self.fused = fused  # which kernel runs beyond SHORT_SEQ keys: see attention_kernel
+        self.hook_q, self.hook_k, self.hook_v = HookPoint(), HookPoint(), HookPoint()  # [b, h, t, k]
+        self.hook_pattern = HookPoint()  # [b, h, tq, t]: query attends to key
+        self.hook_z = HookPoint()  # [b, h, tq, k]: each head's output before W_O
         self.W_Q = nn.Parameter(torch.empty(h, d, k))
         self.W_K = nn.Parameter(torch.empty(h, d, k))
         self.W_V = nn.Parameter(torch.empty(h, d, k))
@@ -228,36 +303,39 @@ class Attention(nn.Module):
             out = out + b
         return out.transpose(-2, -3)
 
+    def queries(self, x: Tensor) -> Tensor:
+        """Q [b, h, t, k] of an (already LayerNormed) residual stream x [b, t, d]."""
+        return self._project(x, self.W_Q, self.b_Q if self.cfg.bias else None)
+
     def keys_values(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """K and V [b, h, t, k] of an (already LayerNormed) residual stream x [b, t, d]."""
         bias = self.cfg.bias
         return (self._project(x, self.W_K, self.b_K if bias else None),
                 self._project(x, self.W_V, self.b_V if bias else None))
 
-    def forward(self, x: Tensor, last_only: bool = False, cache: dict | None = None,
-                prefix: str = "", past_kv: tuple[Tensor, Tensor] | None = None) -> Tensor:
-        """x [b, t, d] -> [b, t, d], or [b, 1, d] for the last query alone when ``last_only``.
+    def forward(self, x: Tensor, last_only: bool = False) -> Tensor:
+        """x [b, t, d] -> [b, t, d], or [b, 1, d] for the last query alone when ``last_only``."""
+        q = self.hook_q(self.queries(x[:, -1:] if last_only else x))  # [b, h, tq, k]
+        key, value = self.keys_values(x)  # [b, h, t, k]
+        return self.mix(q, self.hook_k(key), self.hook_v(value))
 
-        ``past_kv``: keys and values [b, h, t0, k] of earlier positions, computed elsewhere;
-        x then holds the positions after them (a KV cache, as in incremental decoding).
-        """
-        bias = self.cfg.bias
-        q = self._project(x[:, -1:] if last_only else x, self.W_Q, self.b_Q if bias else None)
-        key, value = self.keys_values(x)  # q [b, h, tq, k]; key, value [b, h, t, k]
-        if past_kv is not None:
-            key, value = torch.cat([past_kv[0], key], 2), torch.cat([past_kv[1], value], 2)
+    def mix(self, q: Tensor, key: Tensor, value: Tensor) -> Tensor:
+        """Each query's mix of the values, summed over heads through W_O: q [b, h, tq, k], key
+        and value [b, h, t, k] -> [b, tq, d]."""
         # The last query sees every key, so the causal mask only matters for several queries.
         causal = self.cfg.causal and q.shape[2] > 1
         p_drop = self.cfg.dropout if self.cfg.dropout_at == "gpt2" else 0.0  # on the pattern
-        if cache is not None:  # the pattern is recorded: the plain computation
-            z = attend(q, key, value, causal, p_drop, self.training, cache, f"{prefix}attn.pattern")
+        if self.hook_pattern.active():  # a hook reads the pattern: the plain computation
+            pattern = self.hook_pattern(attention_pattern(q, key, causal))
+            z = F.dropout(pattern, p_drop, self.training) @ value
         else:  # the same arithmetic by the kernel fastest at this length (attention_kernel)
             z = attention_kernel(key.shape[2], self.fused)(q, key, value, causal, p_drop,
                                                            self.training)
+        z = self.hook_z(z)
         # Sum over heads of z_h @ W_O[h]: [b, h, tq, k] -> [b, tq, d].
         b_, h, tq, k = z.shape
         out = z.transpose(1, 2).reshape(b_, tq, h * k) @ self.W_O.reshape(h * k, -1)
-        return out + self.b_O if bias else out
+        return out + self.b_O if self.cfg.bias else out
 
 
 class MLP(nn.Module):
@@ -269,14 +347,16 @@ class MLP(nn.Module):
         if cfg.bias:
             self.b_in = nn.Parameter(torch.zeros(cfg.mlp_width))
             self.b_out = nn.Parameter(torch.zeros(cfg.d_model))
+        self.hook_pre = HookPoint()  # [b, t, m]: before the nonlinearity
+        self.hook_post = HookPoint()  # [b, t, m]: the neurons' activations
 
-    def forward(self, x: Tensor, cache: dict | None = None, prefix: str = "") -> Tensor:
+    def forward(self, x: Tensor) -> Tensor:
         pre = x @ self.W_in  # [b, t, m]
         if self.cfg.bias:
             pre = pre + self.b_in
+        pre = self.hook_pre(pre)
         post = F.gelu(pre, approximate="tanh") if self.cfg.act == "gelu_tanh" else F.relu(pre)
-        if cache is not None:
-            cache[f"{prefix}mlp.post"] = post.detach()
+        post = self.hook_post(post)
         out = post @ self.W_out
         return out + self.b_out if self.cfg.bias else out
 
@@ -334,19 +414,32 @@ class Block(nn.Module):
         self.mlp = MLP(cfg)
         self.dropout = BatchDropout(cfg.dropout) if cfg.dropout_mask == "batch" else nn.Dropout(cfg.dropout)
         self.on_residual = cfg.dropout_at == "residual"
+        self.hook_resid_pre = HookPoint()  # [b, t, d]: the stream coming in
+        self.hook_attn_out = HookPoint()  # [b, tq, d]: what attention writes
+        self.hook_resid_mid = HookPoint()  # [b, tq, d]: after attention's write
+        self.hook_mlp_out = HookPoint()  # [b, tq, d]: what the MLP writes
+        self.hook_resid_post = HookPoint()  # [b, tq, d]: the stream going out
 
-    def forward(self, x: Tensor, last_only: bool = False, cache: dict | None = None,
-                prefix: str = "", past_kv: tuple[Tensor, Tensor] | None = None) -> Tensor:
-        resid = x[:, -1:] if last_only else x
-        attn = self.attn(self.ln1(x), last_only, cache, prefix, past_kv)
+    def forward(self, x: Tensor, last_only: bool = False) -> Tensor:
+        """x [b, t, d] -> [b, t, d], or [b, 1, d] at the last position alone (``last_only``)."""
+        x = self.hook_resid_pre(x)
+        attn_out = self.attn(self.ln1(x), last_only)
+        return self.write(x[:, -1:] if last_only else x, attn_out)
+
+    def write(self, resid: Tensor, attn_out: Tensor) -> Tensor:
+        """The residual stream ``resid`` [b, tq, d] after attention's output ``attn_out`` and
+        then the MLP's are added to it, with dropout where the config puts it."""
+        attn_out = self.hook_attn_out(attn_out)
         if self.on_residual:  # miiii code: dropout(z + f(z))
-            resid = self.dropout(resid + attn)
-            return self.dropout(resid + self.mlp(self.ln2(resid), cache, prefix))
-        resid = resid + self.dropout(attn)  # GPT-2: z + dropout(f(z))
-        return resid + self.dropout(self.mlp(self.ln2(resid), cache, prefix))
+            resid = self.hook_resid_mid(self.dropout(resid + attn_out))
+            mlp_out = self.hook_mlp_out(self.mlp(self.ln2(resid)))
+            return self.hook_resid_post(self.dropout(resid + mlp_out))
+        resid = self.hook_resid_mid(resid + self.dropout(attn_out))  # GPT-2: z + dropout(f(z))
+        mlp_out = self.hook_mlp_out(self.mlp(self.ln2(resid)))
+        return self.hook_resid_post(resid + self.dropout(mlp_out))
 
 
-class Transformer(nn.Module):
+class Transformer(Hooked):
     """tokens [b, t] -> logits [b, t, v]; [b, v] with ``last_only``; [b, (t,) n_tasks, q] multi-task.
 
     ``forward`` is the plain forward.  Options that change how, never what, it computes (equal up
@@ -369,6 +462,8 @@ class Transformer(nn.Module):
             self.W_pos = nn.Parameter(torch.empty(cfg.n_ctx, cfg.d_model))  # [t, d]
         else:
             self.register_buffer("W_pos", sinusoidal_positions(cfg.n_ctx, cfg.d_model))
+        self.hook_embed = HookPoint()  # [b, t, d]: W_E[tokens]
+        self.hook_pos_embed = HookPoint()  # [t, d]: W_pos[:t]
         self.blocks = nn.ModuleList(Block(cfg, fused_attention) for _ in range(cfg.n_layers))
         self.ln_final = LayerNorm(cfg.d_model, cfg.layernorm)
         n_tasks = len(cfg.out_sizes) if cfg.out_sizes is not None else None
@@ -385,6 +480,7 @@ class Transformer(nn.Module):
         self.embed_dropout = nn.Dropout(cfg.dropout if cfg.dropout_at == "gpt2" else 0.0)
         self.reset_parameters()
         apply_trainable(self, cfg.trainable)
+        self.name_hook_points()
 
     @torch.no_grad()
     def reset_parameters(self) -> None:
@@ -395,21 +491,16 @@ class Transformer(nn.Module):
         t = tokens.shape[1]
         if t > self.cfg.n_ctx:
             raise ValueError(f"sequence length {t} exceeds n_ctx={self.cfg.n_ctx}")
-        return self.embed_dropout(self.W_E[tokens] + self.W_pos[:t])
+        return self.embed_dropout(self.hook_embed(self.W_E[tokens])
+                                  + self.hook_pos_embed(self.W_pos[:t]))
 
-    def forward(self, tokens: Tensor, last_only: bool = False,
-                cache: dict | None = None) -> Tensor:
-        """Logits at every position, or at the last alone with ``last_only``; ``cache`` collects
-        activations by TransformerLens name (embed, attn.pattern, mlp.post, resid_post)."""
+    def forward(self, tokens: Tensor, last_only: bool = False) -> Tensor:
+        """Logits at every position, or at the last alone with ``last_only``."""
         x = self.embed(tokens)  # [b, t, d]
-        if cache is not None:
-            cache["embed"] = x.detach()
         for i, block in enumerate(self.blocks):
             final = i == len(self.blocks) - 1
             # Only the last position of the last block feeds a last-position loss.
-            x = block(x, last_only and final, cache, f"blocks.{i}.")
-            if cache is not None:
-                cache[f"blocks.{i}.resid_post"] = x.detach()
+            x = block(x, last_only and final)
         x = self.ln_final(x)
         if last_only:
             x = x[:, -1]  # [b, d]
@@ -456,7 +547,7 @@ class LSTMConfig:
         return self.d_vocab_out if self.d_vocab_out is not None else self.d_vocab
 
 
-class LSTM(nn.Module):
+class LSTM(Hooked):
     """Baseline of Zhong & Andreas: embedding -> LSTM(d, d, 2 layers) -> linear readout."""
 
     def __init__(self, cfg: LSTMConfig):
@@ -478,12 +569,11 @@ class LSTM(nn.Module):
         self.b_U = nn.Parameter(b_U)  # [n_out]
         if cfg.trainable == "embeddings":
             self.lstm.requires_grad_(False)
+        self.hook_lstm_out = HookPoint()  # [b, t, d]: the last layer's hidden states
+        self.name_hook_points()
 
-    def forward(self, tokens: Tensor, last_only: bool = False,
-                cache: dict | None = None) -> Tensor:
-        h, _ = self.lstm(self.W_E[tokens])  # [b, t, d]
-        if cache is not None:
-            cache["lstm.out"] = h.detach()
+    def forward(self, tokens: Tensor, last_only: bool = False) -> Tensor:
+        h = self.hook_lstm_out(self.lstm(self.W_E[tokens])[0])  # [b, t, d]
         if last_only:
             h = h[:, -1]
         return h @ self.W_U + self.b_U
@@ -530,7 +620,7 @@ def eval_mode(model: nn.Module) -> Iterator[nn.Module]:
 
 # --- Attention kernels ----------------------------------------------------------------------------
 # The arithmetic of `attend`, regrouped for speed; equal to it up to float rounding (tested).
-# Attention.forward runs the one attention_kernel picks whenever it records no pattern.
+# Attention.mix runs the one attention_kernel picks whenever no hook reads the pattern.
 
 def attend_short(q: Tensor, key: Tensor, value: Tensor, causal: bool, p_drop: float,
                  training: bool) -> Tensor:
@@ -563,5 +653,5 @@ __all__ = [
     "TRAINABLE_PARAMS", "Trainable", "TransformerConfig", "Transformer", "LSTMConfig", "LSTM",
     "ModelConfig", "LastPosition", "build_model", "count_params", "eval_mode", "miiii_config",
     "sinusoidal_positions", "apply_trainable", "attend", "attend_fused", "attend_short",
-    "attention_kernel",
+    "attention_kernel", "attention_pattern", "HookPoint", "Hooked",
 ]

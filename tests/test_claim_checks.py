@@ -175,9 +175,40 @@ def test_needle_heads_of_models_no_better_than_untrained_ones_are_not_shown(tmp_
     metrics = pd.DataFrame([{"model": "random transformer", "width": 16, "restart": r,
                              "test_acc": 1.0} for r in range(3)])
     record = _record(tmp_path, "02_needle_in_a_haystack")
-    check_claims(GridResult(metrics=metrics, models=models), task.test[0], record)
+    check_claims(GridResult(metrics=metrics, models=models, task=task), task.test[0], record)
     assert _status(record, "rt-t1-needle") == "holds"
     assert _status(record, "rt-fig2-needle-heads") == "not shown"
+    # untrained models have no recall above the copy plateau to lose
+    assert _status(record, "needle-ablation-to-plateau") == "not shown"
+    assert _reason(record, "needle-ablation-to-plateau") == "runs"
+
+
+@pytest.mark.parametrize("control, circuit, carry, plateau_status", [
+    ((1.0, 1.0, 0.99), (0.72, 0.70, 0.76), "holds", "holds"),  # the paper's reading
+    ((1.0, 1.0, 1.0), (0.72, 0.94, 0.73), "holds", "fails"),  # one restart keeps its recall
+    ((0.70, 0.72, 0.71), (1.0, 0.99, 1.0), "fails", "fails"),  # the control pair matters more
+    ((1.0, 0.80, 0.95), (0.85, 0.78, 0.99), "not shown", "fails"),  # ranges overlap
+])
+def test_needle_ablation_verdicts_hold_fail_or_do_not_separate(control, circuit, carry,
+                                                              plateau_status):
+    from rt_lib.experiments.needle_in_a_haystack import ablation_verdicts
+    table = pd.DataFrame({"none": [1.0] * 3, "control": control, "circuit": circuit})
+    got = ablation_verdicts(table, plateau=0.75, n_test=200)  # band: 0.75 + 0.061
+    assert (got[0].status, got[1].status) == (carry, plateau_status)
+
+
+def test_needle_ablation_to_the_plateau_needs_three_restarts_with_recall_to_lose():
+    from rt_lib.experiments.needle_in_a_haystack import ablation_verdicts, copy_plateau
+    from rt_lib.tasks import NeedleInAHaystack
+    assert copy_plateau(NeedleInAHaystack(max_keys=2, min_keys=1, n_values=5, n_test=4)) == 0.75
+    four = copy_plateau(NeedleInAHaystack(max_keys=4, min_keys=1, n_values=5, n_test=4))
+    assert four == pytest.approx((1 + 1 / 2 + 1 / 3 + 1 / 4) / 4)
+    two = pd.DataFrame({"none": [1.0] * 2, "control": [1.0] * 2, "circuit": [0.7] * 2})
+    assert ablation_verdicts(two, 0.75, 200)[1].reason == "runs"
+    weak = pd.DataFrame({"none": [1.0, 0.8, 1.0], "control": [1.0] * 3, "circuit": [0.7] * 3})
+    assert ablation_verdicts(weak, 0.75, 200)[1].status == "not shown"  # 0.8 is inside the band
+    nan = pd.DataFrame({"none": [1.0] * 3, "control": [1.0] * 3, "circuit": [0.7, float("nan"), 0.7]})
+    assert ablation_verdicts(nan, 0.75, 200)[1].status == "not shown"
 
 
 def _reason(record, claim_id):

@@ -63,8 +63,8 @@ def test_one_block_token_tables_equal_the_full_forward():
     plain = build_model(cfg, 0, last_position="full")  # every row in full
     assert not token_tables_apply(plain, x)
     full = model(x)[:, -1]
-    # "full" is the plain forward: bit for bit the path a cache forces
-    assert torch.equal(plain(x, last_only=True), model(x, last_only=True, cache={}))
+    # "full" is the plain forward: bit for bit the path a hook on the pattern forces
+    assert torch.equal(plain(x, last_only=True), model.run_with_cache(x, last_only=True)[0])
     finite = torch.isfinite(full)
     torch.testing.assert_close(fast[finite], full[finite], rtol=1e-5, atol=1e-5)
 
@@ -77,9 +77,8 @@ def test_residual_dropout_leaves_embeddings_and_attention_alone():
     assert token_tables_apply(model, torch.randint(0, 14, (200, 3)))  # valid while training
     a, b = last_logits(model, x), last_logits(model, x)
     assert not torch.equal(a, b)  # dropout still acts (on the residual stream)
-    cache = {}
-    model.eval()(x, cache=cache)
-    assert torch.allclose(cache["blocks.0.attn.pattern"].sum(-1), torch.ones(1))
+    _, cache = model.eval().run_with_cache(x)
+    assert torch.allclose(cache["blocks.0.attn.hook_pattern"].sum(-1), torch.ones(1))
     gpt2 = build_model(miiii_config(13, d_model=32, n_heads=4, dropout=0.5, dropout_at="gpt2",
                                       dropout_mask="sample"), 0)
     assert not torch.equal(gpt2.train().embed(x), gpt2.W_E[x] + gpt2.W_pos)

@@ -115,10 +115,10 @@ def test_neuron_grid_matches_the_full_forward():
     model = build_model(miiii_config(p, d_model=16, n_heads=2), 3)
     grid = fourier.neuron_grid(model, p)
     assert grid.shape == (p, p, 64)
-    cache = {}
-    with torch.no_grad():
-        model.eval()(torch.tensor([[4, 2, p]]), cache=cache)  # every position computed
-    np.testing.assert_allclose(grid[4, 2], cache["blocks.0.mlp.post"][0, -1].numpy(), atol=1e-5)
+    with torch.no_grad():  # every position computed
+        _, cache = model.eval().run_with_cache(torch.tensor([[4, 2, p]]), ["blocks.0.mlp.hook_post"])
+    np.testing.assert_allclose(grid[4, 2], cache["blocks.0.mlp.hook_post"][0, -1].numpy(),
+                               atol=1e-5)
 
 
 def test_readout_strength_is_the_norm_through_each_head():

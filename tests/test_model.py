@@ -54,12 +54,12 @@ def test_non_causal_attention_sees_the_future():
     assert not torch.allclose(model(x)[:, 0], model(y)[:, 0])
 
 
-def test_cached_path_equals_fused_attention_and_patterns_are_causal_distributions():
+def test_a_hooked_pattern_equals_fused_attention_and_is_a_causal_distribution():
     model = build_model(tiny(), 0)
     x = tokens()
-    cache = {}
-    torch.testing.assert_close(model(x, cache=cache), model(x), rtol=1e-5, atol=1e-6)
-    pattern = cache["blocks.0.attn.pattern"]  # [b, h, t, t]
+    logits, cache = model.run_with_cache(x)
+    torch.testing.assert_close(logits, model(x), rtol=1e-5, atol=1e-6)
+    pattern = cache["blocks.0.attn.hook_pattern"]  # [b, h, t, t]
     assert pattern.shape == (3, 4, 5, 5)
     torch.testing.assert_close(pattern.sum(-1), torch.ones(3, 4, 5))
     assert (pattern.triu(1) == 0).all()
@@ -215,9 +215,9 @@ def test_options_are_constructor_arguments_and_change_how_not_what():
     assert shared_prefixes(models["shared"], x) is not None
     assert shared_prefixes(models["vocab"], x) is not None
     assert shared_prefixes(models["full"], x) is None
-    # "full" runs the plain forward: bit for bit the path a cache forces
+    # "full" runs the plain forward: bit for bit the path a hook on the pattern forces
     plain = models["full"](x, last_only=True)
-    assert torch.equal(plain, models["shared"](x, last_only=True, cache={}))
+    assert torch.equal(plain, models["shared"].run_with_cache(x, last_only=True)[0])
     assert torch.equal(last_logits(models["full"], x), plain)
     for mode in ("shared", "vocab"):
         assert torch.equal(models[mode](x, last_only=True), plain)  # forward never reads it

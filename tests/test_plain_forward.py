@@ -10,7 +10,8 @@ import torch
 import rt_lib.model
 from rt_lib import fast_paths
 from rt_lib.model import (SHORT_SEQ, LSTMConfig, Transformer, TransformerConfig, attend,
-                          attend_fused, attend_short, attention_kernel, build_model, miiii_config)
+                          attend_fused, attend_short, attention_kernel, attention_pattern,
+                          build_model, miiii_config)
 from rt_lib.tasks.modular import modular_addition
 from rt_lib.train import TrainConfig, make_optimizer, train_step
 
@@ -87,9 +88,10 @@ def test_attention_kernel_is_chosen_by_length_and_equals_the_plain_attention():
     for t in (3, 12):
         q, key, value = (torch.randn(2, 3, t, 4, generator=gen) for _ in range(3))
         for causal in (True, False):
-            cache = {}
-            plain = attend(q, key, value, causal, 0.0, False, cache, "p")
-            assert cache["p"].shape == (2, 3, t, t)
+            plain = attend(q, key, value, causal, 0.0, False)
+            pattern = attention_pattern(q, key, causal)
+            assert pattern.shape == (2, 3, t, t)
+            torch.testing.assert_close(plain, pattern @ value)
             for kernel in (attend_short, attend_fused):
                 torch.testing.assert_close(kernel(q, key, value, causal, 0.0, False), plain,
                                            rtol=1e-5, atol=1e-6)
