@@ -62,3 +62,13 @@ def test_the_parameters_cell_cites_docs_papers(path):
     text = _text(cells[0])
     for paper, section in CITATION.findall(text):
         assert section in SECTIONS.get(paper, set()), f"{path.name}: no section '{paper}: {section}'"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_imports_sit_in_the_first_code_cell_after_the_parameters(path):
+    """A reader sees what a notebook uses at its top: no import further down."""
+    code = [_text(c) for c in _cells(path) if c["cell_type"] == "code"]
+    imports = re.compile(r"^\s*(?:from\s+\S+\s+import|import)\s", re.M)
+    late = [i for i, text in enumerate(code) if i > 1 and imports.search(text)]
+    assert imports.search(code[1]), "the code cell after the parameters holds the imports"
+    assert not late, f"imports in code cells {late} (0 = parameters): move them to cell 1"
