@@ -101,23 +101,31 @@ def needle_head_scores(patterns: Tensor, tokens: Tensor) -> dict[str, Tensor]:
 
 @torch.no_grad()
 def mean_ablate_heads(model: Transformer, tokens: Tensor, heads: list[tuple[int, int]],
-                      last_only: bool = False) -> Tensor:
+                      last_only: bool = False, batch_size: int = 1024) -> Tensor:
     """Logits of ``tokens`` [b, t] with each (layer, head) of ``heads`` mean-ablated: its output
     z (before W_O, hook ``blocks.{layer}.attn.hook_z``) replaced at every position by its mean
     over the rows of ``tokens``, so the head still writes what it writes on average but nothing
-    of what it read in this row.  Through the plain forward (the hook points), in eval mode."""
+    of what it read in this row.  Through the plain forward (the hook points), in eval mode,
+    ``batch_size`` rows at a time (the mean is over all of them)."""
     names = sorted({f"blocks.{layer}.attn.hook_z" for layer, _ in heads})
+    batches = tokens.split(batch_size)
     with eval_mode(model):
-        _, clean = model.run_with_cache(tokens, names, last_only=last_only)
+        sums: dict[str, Tensor] = {}
+        for batch in batches:
+            _, clean = model.run_with_cache(batch, names, last_only=last_only)
+            for name in names:  # [h, t, k], summed in float64 over every batch
+                sums[name] = sums.get(name, 0) + clean[name].double().sum(0)
+        means = {name: (total / len(tokens)).to(clean[name].dtype) for name, total in sums.items()}
 
         def ablate(z: Tensor, hook) -> Tensor:
             z = z.clone()  # [b, h, t, k]
             for layer, head in heads:
                 if hook.name == f"blocks.{layer}.attn.hook_z":
-                    z[:, head] = clean[hook.name][:, head].mean(0)
+                    z[:, head] = means[hook.name][head]
             return z
 
-        return model.run_with_hooks(tokens, [(name, ablate) for name in names], last_only)
+        hooks = [(name, ablate) for name in names]
+        return torch.cat([model.run_with_hooks(batch, hooks, last_only) for batch in batches])
 
 
 @torch.no_grad()

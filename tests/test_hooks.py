@@ -126,3 +126,6 @@ def test_mean_ablating_a_head_equals_its_weights_replaced_by_its_mean_write():
     finite = torch.isfinite(expected)
     torch.testing.assert_close(ablated[finite], expected[finite], rtol=1e-4, atol=1e-5)
     assert not torch.allclose(ablated[finite], model(x, last_only=True)[finite], atol=1e-3)
+    # a few rows at a time: the same mean over all of them, the same logits
+    in_parts = mean_ablate_heads(model, x, [(0, 1)], last_only=True, batch_size=50)
+    torch.testing.assert_close(in_parts, ablated, rtol=1e-5, atol=1e-6)
