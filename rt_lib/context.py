@@ -82,7 +82,7 @@ class RunContext:
     folders: dict[str, str] = field(default_factory=dict)
     notebook: str | None = None  # the notebook run; its folder holds mid-run checkpoints
     run_key: str | None = None  # its inputs' content key: checkpoints resume only for the same
-    # ExecutorConfig's fields (rt_lib.pipeline.executor) where training runs go; None: inline.
+    # ExecutorConfig's fields (rt_lib.jobs.executor) where training runs go; None: inline.
     # Not part of run_key: where a run executes never changes what it computes.
     executor: dict[str, Any] | None = None
 

@@ -8,7 +8,7 @@ into tuples, and then runs the subclass's own :meth:`Params.check` (ranges, know
 
 The defaults of a subclass are the experiment's CPU profile; ``configs/<profile>/`` holds the
 others.  :meth:`Params.changes_from` says which fields differ from a profile's, which is what
-names an exploration run's results folder (:mod:`rt_lib.pipeline.registry`).
+names an exploration run's results folder (:mod:`rt_lib.experiment`).
 """
 
 from __future__ import annotations
@@ -193,7 +193,7 @@ def check_positive_ints(name: str, values: Any) -> None:
 # The class is the one place of a notebook's defaults and their comments; the notebook's first
 # code cell (tagged ``parameters``) is generated from it (scripts/parameters_cells.py), and a test
 # fails when the two differ.  Editing the cell in a live notebook is exploring: its run goes to a
-# folder of its own (rt_lib.pipeline.registry), since the class still says what the profile is.
+# folder of its own (rt_lib.experiment), since the class still says what the profile is.
 
 CELL_WIDTH = 28  # the column the comments start at, as far as the assignments allow
 CELL_LINE = 100  # a longer list or mapping is written one item per line

@@ -13,7 +13,7 @@
 # cluster of this kind can run beside none other and leaves nothing behind. Clients find it
 # through SLURM_CONF. The daemons run as root (SlurmUser=root): it is a test cluster.
 # No cgroups (proctrack/linuxproc, task/none: containers rarely delegate them) and no accounting
-# database (slurmdbd needs MySQL): `sacct` has nothing to say here, so rt_lib/pipeline/executor.py reads
+# database (slurmdbd needs MySQL): `sacct` has nothing to say here, so rt_lib/jobs/executor.py reads
 # job states from `squeue`, as it does on any cluster whose accounting is off.
 set -uo pipefail
 PACKAGES=(slurmctld slurmd slurm-client munge)

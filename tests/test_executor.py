@@ -1,4 +1,4 @@
-"""rt_lib.pipeline.executor: runs as submitit jobs (local here; Slurm as far as sbatch's input)."""
+"""rt_lib.jobs.executor: runs as submitit jobs (local here; Slurm as far as sbatch's input)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 import torch
 
-from rt_lib.pipeline import executor as ex
+from rt_lib.jobs import executor as ex
 from rt_lib.experiments.common import train_grid
 from rt_lib.experiments.modular_addition import ModularAdditionParams
 from rt_lib.io import PROJECT_ROOT
@@ -284,7 +284,7 @@ def test_optuna_trial_batches_as_local_jobs_share_a_journal_file(tmp_path, monke
 def test_mid_run_files_stay_in_the_running_notebooks_folder(tmp_path, monkeypatch, run_context):
     """Notebook 06 trains 01-04's grids: their checkpoints and job results go under 06's folder
     (removed when 06 finishes), never among 01's recorded results."""
-    from rt_lib.pipeline.resume import resume_dir
+    from rt_lib.jobs.resume import resume_dir
 
     monkeypatch.setenv("RT_RESULTS", str(tmp_path))
     run_context(run_key="0123456789abcdef0123", notebook="06_embedding_ablations")

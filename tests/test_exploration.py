@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from rt_lib.pipeline import runner
-from rt_lib.pipeline.registry import PARAMETERS_FILE
+from rt_lib.experiment import PARAMETERS_FILE
 
 PROJECT = Path(runner.__file__).resolve().parents[2]
 

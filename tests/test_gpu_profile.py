@@ -69,7 +69,7 @@ def test_a_covered_notebook_reading_an_uncovered_one_is_refused(tmp_path, monkey
 def test_gpu_profile_claims_are_recorded_without_failing_the_run():
     """Between the CPU profile (nbval) and the papers' scale, a GPU run is evidence: a claim
     that does not show there is recorded, not an error."""
-    from rt_lib.pipeline.registry import STRICT_PROFILES
+    from rt_lib.experiment import STRICT_PROFILES
 
     assert "gpu" not in STRICT_PROFILES and {"cpu", "paper"} <= set(STRICT_PROFILES)
 

@@ -1,6 +1,9 @@
-"""The core (model, tasks, training, analysis, plots: rt_lib's top-level modules and rt_lib.tasks)
-imports nothing from the pipeline or the experiments: it reads as a library, usable without
-./run_all.sh, and the pipeline can change without touching what a model computes."""
+"""The layers of rt_lib, bottom up: the core (model, tasks, training, analysis, plots, the
+declaration of an experiment, the job runner: rt_lib's top-level modules, rt_lib.tasks and
+rt_lib.jobs) imports nothing from the experiments or the pipeline; the experiments import nothing
+from the pipeline; the pipeline (the command line of ./run_all.sh) sits on top.  The core reads as
+a library, usable without ./run_all.sh, and the pipeline can change without touching what a model
+computes or what an experiment runs."""
 
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ UPPER = ("rt_lib.pipeline", "rt_lib.experiments")
 
 
 def core_modules() -> list[Path]:
-    return sorted([*ROOT.glob("*.py"), *(ROOT / "tasks").glob("*.py")])
+    return sorted([*ROOT.glob("*.py"), *(ROOT / "tasks").glob("*.py"), *(ROOT / "jobs").glob("*.py")])
 
 
 def imported(path: Path, source: str | None = None) -> list[tuple[int, str]]:
@@ -38,17 +41,23 @@ def imported(path: Path, source: str | None = None) -> list[tuple[int, str]]:
     return found
 
 
-def upward(path: Path, source: str | None = None) -> list[str]:
+def upward(path: Path, source: str | None = None, upper: tuple[str, ...] = UPPER) -> list[str]:
     return [f"{path.relative_to(ROOT.parent)}:{line} imports {module}"
             for line, module in imported(path, source)
-            if any(module == up or module.startswith(up + ".") for up in UPPER)]
+            if any(module == up or module.startswith(up + ".") for up in upper)]
 
 
 def test_the_core_imports_nothing_from_the_pipeline_or_the_experiments():
     modules = core_modules()
-    assert {"model.py", "train.py", "analysis.py", "plots.py", "io.py", "base.py"} <= {
-        p.name for p in modules}
+    assert {"model.py", "train.py", "analysis.py", "plots.py", "io.py", "base.py", "experiment.py",
+            "executor.py", "resume.py"} <= {p.name for p in modules}
     assert not [line for path in modules for line in upward(path)]
+
+
+def test_the_experiments_import_nothing_from_the_pipeline():
+    modules = sorted((ROOT / "experiments").glob("*.py"))
+    assert len(modules) > 15
+    assert not [line for path in modules for line in upward(path, upper=("rt_lib.pipeline",))]
 
 
 @pytest.mark.parametrize("source", [

@@ -10,7 +10,8 @@ import pytest
 
 from rt_lib.pipeline import runner
 from rt_lib.pipeline import plan as planning
-from rt_lib.pipeline.registry import folder_name, registry, slug
+from rt_lib.experiment import folder_name, slug
+from rt_lib.pipeline.registry import registry
 from rt_lib.params import Params, parameters_cell
 
 

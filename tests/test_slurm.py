@@ -23,7 +23,7 @@ from pathlib import Path
 import cloudpickle
 import pytest
 
-from rt_lib.pipeline import executor as ex
+from rt_lib.jobs import executor as ex
 from rt_lib.io import PROJECT_ROOT
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # job functions travel by value

@@ -17,7 +17,7 @@ import pandas as pd
 from rt_lib.claims import Claims
 from rt_lib.experiments.common import (GridParams, GridResult, grid_step_shapes,
                                        train_grid)
-from rt_lib.pipeline.registry import Experiment
+from rt_lib.experiment import Experiment
 from rt_lib.params import check_positive_ints
 from rt_lib.seeding import derive
 from rt_lib.tasks.imitation import CircuitImitation, imitation_target

@@ -20,8 +20,8 @@ from torch import nn
 
 from rt_lib.batched import can_batch, train_batched
 from rt_lib.io import atomic_save_torch, load_torch, read_result, results_dir
-from rt_lib.pipeline.executor import Job, current as current_executor, run_jobs
-from rt_lib.pipeline.resume import resume_dir
+from rt_lib.jobs.executor import Job, current as current_executor, run_jobs
+from rt_lib.jobs.resume import resume_dir
 from rt_lib.model import LSTMConfig, TransformerConfig, build_model, count_params
 from rt_lib.params import Params, check_positive_ints
 from rt_lib.seeding import derive
@@ -286,7 +286,7 @@ def train_grid(task: Task, params: GridParams, checkpoint_dir: str | None = None
     ``resume_dir``: each run checkpoints there (every tenth of its steps) and resumes from it, so
     an interrupted grid continues where it stopped and ends as the uninterrupted one would.
 
-    Under the ``local`` or ``slurm`` executor (:mod:`rt_lib.pipeline.executor`, ``--executor``) each
+    Under the ``local`` or ``slurm`` executor (:mod:`rt_lib.jobs.executor`, ``--executor``) each
     restart of each model and width is one job, its result kept in the folder ``job_store``
     under a key of its settings (a rerun submits only the runs missing); without a
     ``job_store`` (small grids other notebooks train on the side) the grid trains here.

@@ -11,7 +11,7 @@ from torch import nn
 
 from rt_lib.experiments.common import (GridResult, StreamGridParams, grid_step_shapes,
                                        run_task_grid)
-from rt_lib.pipeline.registry import Experiment
+from rt_lib.experiment import Experiment
 from rt_lib.tasks import DecimalAddition
 from rt_lib.tasks.decimal import OUT_OFFSET, STOP
 

@@ -18,7 +18,7 @@ from rt_lib.claims import Claims
 from rt_lib.experiments.miiii_training import NAME as TRAINING
 from rt_lib.experiments.miiii_training import (MiiiiParams, MiiiiRun, smoke_train_params,
                                                training_params)
-from rt_lib.pipeline.registry import Experiment
+from rt_lib.experiment import Experiment
 from rt_lib.params import Params
 from rt_lib.verdicts import BUDGET, HOLDS, NOT_SHOWN, Verdict, beyond_noise, every, larger
 

@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from rt_lib.claims import Claims
-from rt_lib.pipeline.executor import Job, current as current_executor, run_jobs
+from rt_lib.jobs.executor import Job, current as current_executor, run_jobs
 from rt_lib.seeding import default_jobs
-from rt_lib.pipeline.resume import resume_dir
+from rt_lib.jobs.resume import resume_dir
 from rt_lib.experiments.miiii_training import MiiiiParams
-from rt_lib.pipeline.registry import Experiment
+from rt_lib.experiment import Experiment
 from rt_lib.io import damaged, results_dir
 from rt_lib.params import Params
 from rt_lib.train import train

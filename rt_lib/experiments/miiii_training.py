@@ -22,10 +22,10 @@ import pandas as pd
 from torch import nn
 
 from rt_lib.claims import Claims
-from rt_lib.pipeline.registry import PARAMETERS_FILE, Experiment, current_profile, folder_name
+from rt_lib.experiment import PARAMETERS_FILE, Experiment, current_profile, folder_name
 from rt_lib.grokfast import Grokfast
-from rt_lib.pipeline.executor import Job, current as current_executor, run_jobs
-from rt_lib.pipeline.resume import resume_dir
+from rt_lib.jobs.executor import Job, current as current_executor, run_jobs
+from rt_lib.jobs.resume import resume_dir
 from rt_lib.io import (PROJECT_ROOT, CorruptFileError, atomic_save_torch, damaged, folder_of,
                        load_torch, read_result, read_yaml_result, results_dir, results_root)
 from rt_lib.model import TransformerConfig, build_model, miiii_config

@@ -12,7 +12,7 @@ from rt_lib.analysis import best_circle_pcs, circularity, pca
 from rt_lib.claims import Claims
 from rt_lib.experiments.common import (GridParams, GridResult, grid_step_shapes,
                                        run_task_grid)
-from rt_lib.pipeline.registry import Experiment
+from rt_lib.experiment import Experiment
 from rt_lib.experiments.reporting import check_solves
 from rt_lib.fourier import fourier_power
 from rt_lib.tasks import FiniteTask, modular_addition

@@ -13,7 +13,7 @@ from rt_lib.analysis import attention_patterns, mean_ablate_heads, needle_head_s
 from rt_lib.claims import Claims
 from rt_lib.experiments.common import (GridResult, StreamGridParams, grid_step_shapes,
                                        run_task_grid)
-from rt_lib.pipeline.registry import Experiment
+from rt_lib.experiment import Experiment
 from rt_lib.experiments.reporting import check_solves
 from rt_lib.model import build_model
 from rt_lib.tasks import NeedleInAHaystack

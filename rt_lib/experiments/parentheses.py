@@ -16,7 +16,7 @@ from rt_lib.experiments.common import (GridResult, StreamGridParams, grid_step_s
                                        run_task_grid)
 from rt_lib.claims import Claims
 from rt_lib.experiments.reporting import per_restart
-from rt_lib.pipeline.registry import Experiment
+from rt_lib.experiment import Experiment
 from rt_lib.tasks import Parentheses
 from rt_lib.tasks.dyck import CLOSE, OPEN, PAD
 from rt_lib.verdicts import beyond_noise

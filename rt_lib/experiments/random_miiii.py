@@ -17,7 +17,7 @@ from rt_lib.claims import Claims
 from rt_lib.experiments import miiii_training
 from rt_lib.experiments.miiii_training import (MiiiiParams, MiiiiRun, smoke_train_params,
                                                training_params)
-from rt_lib.pipeline.registry import Experiment
+from rt_lib.experiment import Experiment
 from rt_lib.params import Params, check_positive_ints
 from rt_lib.verdicts import bool_verdict, larger
 

@@ -37,7 +37,7 @@ from rt_lib.experiments.memorisation import MemorisationParams
 from rt_lib.experiments.modular_addition import ModularAdditionParams
 from rt_lib.experiments.needle_in_a_haystack import NeedleParams
 from rt_lib.experiments.parentheses import ParenthesesParams
-from rt_lib.pipeline.registry import Experiment
+from rt_lib.experiment import Experiment
 from rt_lib.experiments.tinystories import TinyStoriesParams
 from rt_lib.io import load_torch, read_csv_result, read_result, results_dir, results_root
 from rt_lib.params import Params, check_positive_ints

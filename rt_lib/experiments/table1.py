@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from rt_lib.claims import Claims
-from rt_lib.pipeline.registry import Experiment
+from rt_lib.experiment import Experiment
 from rt_lib.io import read_csv_result, results_dir
 from rt_lib.params import Params, check_positive_ints
 from rt_lib.verdicts import (BUDGET, HOLDS, MIN_RUNS, NOISE, NOT_SHOWN, RUNS, Verdict, every, larger,

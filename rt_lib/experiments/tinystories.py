@@ -21,7 +21,7 @@ from torch import nn
 from rt_lib.claims import Claims
 from rt_lib.data import ENV_VAR, HOW_TO_GET_DATA, Stories, load_tinystories
 from rt_lib.experiments.common import GridParams, GridResult, run_task_grid
-from rt_lib.pipeline.registry import Experiment
+from rt_lib.experiment import Experiment
 from rt_lib.tasks.language import LanguageModelling
 from rt_lib.text import MIN_VOCAB, BPETokenizer, cached_tokenizer, generate
 from rt_lib.verdicts import MIN_RUNS, NOT_SHOWN, RUNS, Verdict, beyond_noise, bool_verdict, every, larger

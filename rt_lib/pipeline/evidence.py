@@ -38,7 +38,7 @@ import pandas as pd
 import yaml
 
 from rt_lib import claims
-from rt_lib.pipeline.registry import PARAMETERS_FILE
+from rt_lib.experiment import PARAMETERS_FILE
 from rt_lib.context import DEFAULT_PROFILE, SMOKE, available_profiles
 from rt_lib.io import (PROJECT_ROOT, RESUME, DamagedFileError, profile_options,
                        atomic_write_text, read_yaml_result, results_root, sha256_file, shown)

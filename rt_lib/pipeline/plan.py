@@ -23,8 +23,9 @@ from rt_lib.context import (CONFIGS, DEFAULT_PROFILE, available_profiles, base_p
                             default_results_root, is_smoke)
 from rt_lib.io import PROJECT_ROOT
 from rt_lib.params import load_value
-from rt_lib.pipeline.executor import ExecutorConfig, load_config
-from rt_lib.pipeline.registry import Experiment, folder_name, registry
+from rt_lib.jobs.executor import ExecutorConfig, load_config
+from rt_lib.experiment import Experiment, folder_name
+from rt_lib.pipeline.registry import registry
 
 
 NOTEBOOKS = PROJECT_ROOT / "notebooks"  # $RT_NOTEBOOKS: another folder of numbered notebooks
@@ -200,7 +201,7 @@ def plan(profile: str, only: list[str] | None, sets: dict,
 
     ``sets`` go to every selected notebook that declares the parameter (one that none declares
     is an error).  A notebook whose parameters differ from its profile's, or that reads such a
-    run's results, gets a folder of its own (:mod:`rt_lib.pipeline.registry`)."""
+    run's results, gets a folder of its own (:mod:`rt_lib.experiment`)."""
     profiles = available_profiles()
     if base_profile(profile) not in profiles:
         raise RunError(f"--profile: unknown profile {base_profile(profile)!r}; available: "

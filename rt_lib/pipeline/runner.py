@@ -16,7 +16,7 @@ temporary file first; a notebook that fails is kept as ``<name>.failed.ipynb`` w
 The run ends with the count of the claims that hold.
 
 ``--executor local|slurm`` hands a notebook's training runs to submitit
-(:mod:`rt_lib.pipeline.executor`); the notebook waits for its jobs and goes on.  The executor is
+(:mod:`rt_lib.jobs.executor`); the notebook waits for its jobs and goes on.  The executor is
 not part of a run's key.
 """
 
@@ -29,14 +29,14 @@ import sys
 
 from rt_lib.context import DEFAULT_PROFILE, SMOKE, base_profile, env_threads, is_smoke
 from rt_lib.io import WriteFailedError
-from rt_lib.pipeline.executor import KINDS, as_fields
+from rt_lib.jobs.executor import KINDS, as_fields
 from rt_lib.pipeline.manifest import Manifest
 from rt_lib.pipeline.plan import (NOTEBOOKS, Job, RunError, available_notebooks, default_parameters,
                                   executor_config, notebook_parameters, notebooks_dir,
                                   parse_sets, plan)
 from rt_lib.pipeline.report import build_site_of, list_runs, report_claims, report_footprints
-from rt_lib.pipeline.schedule import (LOCK, _interrupt, _stacks_on_sigusr1, exclusive,
-                                      remove_unfinished, run_jobs)
+from rt_lib.pipeline.schedule import (LOCK, exclusive, interrupt, remove_unfinished, run_jobs,
+                                      stacks_on_sigusr1)
 from rt_lib.pipeline.site import SITE
 from rt_lib.seeding import default_jobs
 
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
                              "per notebook; settings from configs/slurm.yaml, --executor-config "
                              "or --set executor.<key>=<value>)")
     parser.add_argument("--executor-config", metavar="FILE",
-                        help="YAML of executor settings (rt_lib.pipeline.executor.ExecutorConfig)")
+                        help="YAML of executor settings (rt_lib.jobs.executor.ExecutorConfig)")
     parser.add_argument("--no-site", action="store_true",
                         help="leave the site unbuilt (a GPU job: its evidence is imported and the "
                              "site built where nbconvert is installed)")
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true",
                         help="list notebooks, profiles and the runs under results/")
     args = parser.parse_args(argv)
-    _stacks_on_sigusr1()
+    stacks_on_sigusr1()
 
     try:
         if args.list:
@@ -120,10 +120,10 @@ def main(argv: list[str] | None = None) -> int:
                else job.output_dir / f"{job.name}.ipynb" for job in jobs}
     root = jobs[0].output_dir.parent
     rerun = {j.name for j in jobs} if (args.force or args.update_notebooks) else set()
-    signal.signal(signal.SIGTERM, _interrupt)  # like Ctrl-C: stop the notebooks, then exit
+    signal.signal(signal.SIGTERM, interrupt)  # like Ctrl-C: stop the notebooks, then exit
     # Ctrl-C itself, also where it was inherited as ignored (a command started with `&` from a
     # script gets SIGINT ignored, and Python then leaves it so): it must still unwind the run.
-    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGINT, interrupt)
     try:
         with exclusive(root):
             folders = [p for p in root.glob("[0-9][0-9]_*") if p.is_dir()] + [root / SITE]

@@ -99,7 +99,7 @@ def _die_with_parent() -> None:
         pass
 
 
-def _stacks_on_sigusr1() -> None:
+def stacks_on_sigusr1() -> None:
     """``kill -USR1 <pid>`` prints where a stuck run is (every thread's stack, to stderr) and
     lets it go on.  Skipped where stderr is no file (e.g. captured by a test)."""
     if not hasattr(signal, "SIGUSR1"):
@@ -110,7 +110,8 @@ def _stacks_on_sigusr1() -> None:
         pass
 
 
-def _interrupt(signum: int, frame: object) -> None:
+def interrupt(signum: int, frame: object) -> None:
+    """A signal handler that stops the process as Ctrl-C does (the runner's SIGTERM, SIGINT)."""
     raise KeyboardInterrupt(f"signal {signum}")
 
 
@@ -119,8 +120,8 @@ def _child(job: Job, output: Path, log_output: bool, parent: int, key: str,
     _die_with_parent()
     if os.getppid() != parent:  # the runner died before prctl took effect
         os._exit(1)
-    signal.signal(signal.SIGTERM, _interrupt)  # unwind: kernel shut down, temporary file removed
-    _stacks_on_sigusr1()
+    signal.signal(signal.SIGTERM, interrupt)  # unwind: kernel shut down, temporary file removed
+    stacks_on_sigusr1()
     run = RunContext(
         results_root=job.output_dir.parent, profile=profile, threads=env_threads(),
         # where this notebook writes and where the notebooks it reads wrote (rt_lib.io.folder_of)
@@ -158,7 +159,7 @@ def run_jobs(jobs: list[Job], outputs: dict[str, Path], n_jobs: int, log_output:
     date is skipped, and each finished one is recorded.  While notebooks run, a progress line
     (:class:`Ticker`, every ``progress_every`` seconds; default: each second on a terminal, each
     minute in a log) says how long each has run against what it took last time.  ``executor``:
-    where the notebooks' training runs go (:func:`rt_lib.pipeline.executor.as_fields`; None:
+    where the notebooks' training runs go (:func:`rt_lib.jobs.executor.as_fields`; None:
     inline)."""
     by_name = {j.name: j for j in jobs}
     deps, order = schedule(list(by_name))

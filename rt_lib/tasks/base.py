@@ -44,7 +44,7 @@ class Task(ABC):
 
     def for_jobs(self, folder: str | Path) -> "Task":
         """This task as a submitted training job carries it in its pickle
-        (:mod:`rt_lib.pipeline.executor`): the task itself, unless its data is large enough to belong in
+        (:mod:`rt_lib.jobs.executor`): the task itself, unless its data is large enough to belong in
         a file under ``folder`` that every job reads (:class:`~rt_lib.tasks.language.LanguageModelling`)."""
         return self
 
