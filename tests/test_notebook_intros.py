@@ -72,3 +72,11 @@ def test_imports_sit_in_the_first_code_cell_after_the_parameters(path):
     late = [i for i, text in enumerate(code) if i > 1 and imports.search(text)]
     assert imports.search(code[1]), "the code cell after the parameters holds the imports"
     assert not late, f"imports in code cells {late} (0 = parameters): move them to cell 1"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_cell_has_an_id_of_its_own(path):
+    """nbformat 4.5 cells carry ids (a cell without one is a warning now, an error to come)."""
+    ids = [c.get("id") for c in _cells(path)]
+    assert None not in ids, f"cells {[i for i, x in enumerate(ids) if x is None]} have no id"
+    assert len(set(ids)) == len(ids)
