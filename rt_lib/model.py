@@ -21,7 +21,7 @@ it, never inside:
 * the attention kernels (end of this file): with no hook on the pattern, attention runs the
   arithmetic of :func:`attend` by the kernel fastest at its length, broadcast products up to
   SHORT_SEQ keys, SDPA beyond; equal up to rounding (tests/test_model.py).  The choice is one
-  call in ``Attention.forward`` and stays in this file, because every forward takes it: a
+  call in ``Attention.mix`` and stays in this file, because every forward takes it: a
   result does not depend on who called the model.
 * the last-position shortcuts, :mod:`rt_lib.fast_paths`: regrouped arithmetic for tasks scored at
   the last position, called by name (``fast_paths.last_logits``) by the code that trains and
