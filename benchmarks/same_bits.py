@@ -7,8 +7,9 @@ seconds before the notebooks are re-run (nbval is the full check).
 
 Source the kernel settings first (scripts/kernel_env.sh), as the notebooks run.  Covers each path a
 notebook's training takes: the shared-prefix shortcut (modular addition, two blocks), the
-(position, token) tables under residual batch dropout (miiii), the full forward with GPT-2 dropout
-beyond SHORT_SEQ keys (SDPA), the LSTM; and the analyses that read activations (hidden states,
+(position, token) tables under residual batch dropout (miiii), the plain forward at the last
+position (miiii with GPT-2 dropout, as notebook 11), the full forward with GPT-2 dropout beyond
+SHORT_SEQ keys (SDPA), the LSTM; and the analyses that read activations (hidden states,
 attention patterns, the neuron grid).  One line per item: its name and the first 16 hex digits
 of a sha256 of its bytes.  Asserts nothing.
 """
@@ -58,6 +59,17 @@ def main() -> None:
     grid = fourier.neuron_grid(model, 13)
     print("miiii, neuron grid", hashlib.sha256(grid.tobytes()).hexdigest()[:16])
     print("miiii, attention patterns", digest(analysis.attention_patterns(model, x[:50])))
+
+    # notebook 11's CPU profile: GPT-2 dropout drops the embeddings, so no table shortcut: the
+    # plain forward at the last position (last_only)
+    model = build_model(miiii_config(13, d_model=32, n_heads=4, dropout=0.2, dropout_at="gpt2",
+                                     dropout_mask="sample"), 0)
+    opt = make_optimizer(model, cfg)
+    torch.manual_seed(4)
+    for step in range(10):
+        x, y = task.get_batch(0, None, step)
+        train_step(model, task, opt, x, y, cfg, step=step)
+    print("miiii GPT-2 dropout (plain last_only), 10 steps", digest(*model.parameters()))
 
     model = build_model(TransformerConfig(d_vocab=11, n_ctx=16, d_model=32, n_layers=2, n_heads=4,
                                           dropout=0.1, dropout_at="gpt2"), 0)

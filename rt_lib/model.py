@@ -423,8 +423,10 @@ class Block(nn.Module):
     def forward(self, x: Tensor, last_only: bool = False) -> Tensor:
         """x [b, t, d] -> [b, t, d], or [b, 1, d] at the last position alone (``last_only``)."""
         x = self.hook_resid_pre(x)
-        attn_out = self.attn(self.ln1(x), last_only)
-        return self.write(x[:, -1:] if last_only else x, attn_out)
+        # sliced before attention reads x, as always: autograd sums the gradients reaching x in
+        # the order their operations were recorded, so this order is part of every result's bits
+        resid = x[:, -1:] if last_only else x
+        return self.write(resid, self.attn(self.ln1(x), last_only))
 
     def write(self, resid: Tensor, attn_out: Tensor) -> Tensor:
         """The residual stream ``resid`` [b, tq, d] after attention's output ``attn_out`` and
