@@ -33,6 +33,16 @@ def digest(*tensors: torch.Tensor) -> str:
     return h.hexdigest()[:16]
 
 
+def train_steps(model, task, cfg: TrainConfig, seed: int, steps: int = 10):
+    """``steps`` full-batch steps of ``model`` on ``task`` from torch seed ``seed``; the last batch."""
+    opt = make_optimizer(model, cfg)
+    torch.manual_seed(seed)
+    for step in range(steps):
+        x, y = task.get_batch(0, None, step)
+        train_step(model, task, opt, x, y, cfg, step=step)
+    return x
+
+
 def main() -> None:
     torch.set_num_threads(1)
     cfg = TrainConfig(steps=20, batch_size=None, lr=1e-2, warmup_steps=2, weight_decay=1.0,
@@ -40,21 +50,13 @@ def main() -> None:
     task = modular_addition(23, train_fraction=0.5)
     model = build_model(TransformerConfig(d_vocab=23, n_ctx=2, d_model=32, n_layers=2, n_heads=4,
                                           trainable="embeddings"), 0)
-    opt = make_optimizer(model, cfg)
-    torch.manual_seed(1)
-    for step in range(10):
-        x, y = task.get_batch(0, None, step)
-        train_step(model, task, opt, x, y, cfg, step=step)
+    x = train_steps(model, task, cfg, seed=1)
     print("modular addition, 10 steps", digest(*model.parameters()))
     print("modular addition, hidden states", digest(*analysis.hidden_states(model, x).values()))
 
     task = miiii_task(13, "miiii", split="code", train_fraction=0.5)
     model = build_model(miiii_config(13, d_model=32, n_heads=4, dropout=0.1), 0)
-    opt = make_optimizer(model, cfg)
-    torch.manual_seed(2)
-    for step in range(10):
-        x, y = task.get_batch(0, None, step)
-        train_step(model, task, opt, x, y, cfg, step=step)
+    x = train_steps(model, task, cfg, seed=2)
     print("miiii, 10 steps", digest(*model.parameters()))
     grid = fourier.neuron_grid(model, 13)
     print("miiii, neuron grid", hashlib.sha256(grid.tobytes()).hexdigest()[:16])
@@ -64,11 +66,7 @@ def main() -> None:
     # plain forward at the last position (last_only)
     model = build_model(miiii_config(13, d_model=32, n_heads=4, dropout=0.2, dropout_at="gpt2",
                                      dropout_mask="sample"), 0)
-    opt = make_optimizer(model, cfg)
-    torch.manual_seed(4)
-    for step in range(10):
-        x, y = task.get_batch(0, None, step)
-        train_step(model, task, opt, x, y, cfg, step=step)
+    x = train_steps(model, task, cfg, seed=4)
     print("miiii GPT-2 dropout (plain last_only), 10 steps", digest(*model.parameters()))
 
     model = build_model(TransformerConfig(d_vocab=11, n_ctx=16, d_model=32, n_layers=2, n_heads=4,
