@@ -72,7 +72,13 @@ for wheel in "$tmp"/all/*.whl; do
   cp "$wheel" "$dir.tmp/"
   kept=$((kept + 1))
 done
-git rev-parse HEAD > "$dir.tmp/COMMIT" 2>/dev/null || echo unknown > "$dir.tmp/COMMIT"
+# +dirty when tracked files differ from HEAD: the job runs this working tree, not the commit
+if commit=$(git rev-parse HEAD 2>/dev/null); then
+  [ -z "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] || commit="$commit+dirty"
+else
+  commit=unknown
+fi
+echo "$commit" > "$dir.tmp/COMMIT"
 echo "$pyver" > "$dir.tmp/PYTHON"
 size=$(du -sk "$dir.tmp" | cut -f1)
 if [ "$size" -gt $((MAX_MIB * 1024)) ]; then

@@ -111,6 +111,28 @@ def test_the_provenance_records_device_versions_commit_date_wall_times_command(k
                                "detected": False}
 
 
+def test_the_commit_a_gpu_job_names_wins_over_a_stale_git_in_its_copy(monkeypatch, tmp_path):
+    """A GPU job's copy of the tree may carry an old ``.git``; scripts/gpu_run.sh names the
+    bundle's commit in $RT_SOURCE_COMMIT, and that is the commit the manifest records."""
+    from rt_lib.pipeline import manifest
+    stale = tmp_path / "copy"
+    subprocess.run(["git", "init", "-q", str(stale)], check=True)
+    subprocess.run(["git", "-C", str(stale), "-c", "user.name=x", "-c", "user.email=x@x",
+                    "commit", "-q", "--allow-empty", "-m", "old"], check=True)
+    monkeypatch.setattr(manifest, "PROJECT_ROOT", stale)
+    old = subprocess.run(["git", "-C", str(stale), "rev-parse", "HEAD"], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    manifest.git_commit.cache_clear()
+    try:
+        monkeypatch.delenv(manifest.SOURCE_COMMIT_ENV, raising=False)
+        assert manifest.git_commit() == old  # without the variable: the copy's git
+        manifest.git_commit.cache_clear()
+        monkeypatch.setenv(manifest.SOURCE_COMMIT_ENV, "f" * 40 + "+dirty")
+        assert manifest.git_commit() == "f" * 40 + "+dirty"
+    finally:
+        manifest.git_commit.cache_clear()
+
+
 @pytest.mark.parametrize("name, count, slug", [
     ("NVIDIA H100 80GB HBM3", 1, "h100"), ("NVIDIA H200", 1, "h200"),
     ("NVIDIA A100-SXM4-40GB", 1, "a100"), ("Tesla V100-SXM2-16GB", 1, "v100"),

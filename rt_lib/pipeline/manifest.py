@@ -75,8 +75,13 @@ SOURCE_COMMIT_ENV = "RT_SOURCE_COMMIT"
 
 @cache
 def git_commit() -> str:
-    """HEAD's hash, ``+dirty`` when tracked files differ from it; without git, ``$RT_SOURCE_COMMIT``
-    (scripts/gpu_run.sh sets it from the bundle's ``COMMIT``), else ``unknown``."""
+    """HEAD's hash, ``+dirty`` when tracked files differ from it.  ``$RT_SOURCE_COMMIT`` comes
+    first when set: scripts/gpu_run.sh sets it from the bundle's ``COMMIT``, written where the
+    code was committed, while the copy a GPU job runs in may carry no ``.git`` or a stale one.
+    Without either, ``unknown``."""
+    if named := os.environ.get(SOURCE_COMMIT_ENV, "").strip():
+        return named
+
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(PROJECT_ROOT), *args], capture_output=True,
                               text=True, check=True, timeout=30).stdout.strip()
@@ -84,7 +89,7 @@ def git_commit() -> str:
         head = git("rev-parse", "HEAD")
         return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
     except (OSError, subprocess.SubprocessError):
-        return os.environ.get(SOURCE_COMMIT_ENV, "").strip() or "unknown"
+        return "unknown"
 
 
 def is_temporary(path: Path) -> bool:
