@@ -420,12 +420,18 @@ def plot_neuron_spectrum(ax: Axes, power: np.ndarray, title: str | None = None) 
 
 
 def plot_active_frequencies(ax: Axes, table: pd.DataFrame,
-                            ylabel: str = "active frequency pairs") -> Axes:
+                            ylabel: str = "active frequency pairs",
+                            control: pd.DataFrame | None = None,
+                            control_label: str = "T_basis") -> Axes:
     """miiii Figure 15: number of active frequency pairs of the MLP against epoch (log x), one
     line per threshold column ``active (k = ...)``; on a twin axis (dashed) the share of the
-    periodic power that combines both digits (``interaction share``), if present."""
+    periodic power that combines both digits (``interaction share``), if present.  ``control``:
+    the same columns of a control run, dashed in each line's colour."""
     for col in [c for c in table.columns if c.startswith("active")]:
-        ax.plot(table["epoch"], table[col], marker="o", ms=3, label=col)
+        line, = ax.plot(table["epoch"], table[col], marker="o", ms=3, label=col)
+        if control is not None and col in control:
+            ax.plot(control["epoch"], control[col], color=line.get_color(), ls="--", marker="x",
+                    ms=3, label=f"{control_label}: {col}")
     ax.set_xscale("log")
     ax.set_xlabel("epoch")
     ax.set_ylabel(ylabel)

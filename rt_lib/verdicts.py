@@ -20,7 +20,7 @@ claim's "ours" text.  Pure functions of their inputs: :mod:`rt_lib.claims` recor
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import median
 
@@ -126,6 +126,55 @@ def reaches(values: Sequence[float], threshold: float, min_runs: int = MIN_RUNS)
     return Verdict(HOLDS if m >= threshold else FAILS, text)
 
 
+def _order_of_run(reached: Mapping[int, float], expected: Sequence[int],
+                  ordered: bool) -> tuple[str, str]:
+    """(kind, text) of one run for :func:`first_in_order`: kind ``contrary``, ``short``, ``tie``
+    or ``ok``."""
+    at = {q: float(e) for q, e in reached.items() if e is not None and math.isfinite(float(e))}
+    done = [q for q in expected if q in at]
+    others = sorted((e, q) for q, e in at.items() if q not in expected)
+    text = ", ".join(f"{q} at {at[q]:,g}" if q in at else f"{q} not reached" for q in expected)
+    if others:
+        text += f"; first other: {others[0][1]} at {others[0][0]:,g}"
+    # another head before the expected ones have all reached the mark goes against the claim
+    last = max(at[q] for q in done) if len(done) == len(expected) else math.inf
+    if any(e < last for e, _ in others):
+        return "contrary", text
+    pairs = [(a, b) for i, a in enumerate(expected) for b in expected[i + 1:]] if ordered else []
+    if any(b in at and (a not in at or at[b] < at[a]) for a, b in pairs):
+        return "contrary", text + " (out of order)"
+    if len(done) < len(expected):
+        return "short", text
+    if any(at[a] == at[b] for a, b in pairs) or any(e == last for e, _ in others):
+        return "tie", text + " (a tie at one evaluation)"
+    return "ok", text
+
+
+def first_in_order(runs: Sequence[Mapping[int, float]], expected: Sequence[int],
+                   ordered: bool = True, min_runs: int = MIN_RUNS) -> Verdict:
+    """The items ``expected`` are the first to reach a mark, before every other item, and, when
+    ``ordered``, in that order; one mapping per run (seed) of item -> the step it reached the
+    mark (absent or None: never).  Holds when every run shows it, on at least ``min_runs``
+    runs; fails when every run goes against it (another item first, or an expected one out of
+    order); else not shown: ``runs`` (too few), ``budget`` (a run ended before every expected
+    item reached the mark), ``contrary`` (some runs against), ``noise`` (ties at one
+    evaluation)."""
+    if not runs:
+        raise ValueError("first_in_order() needs at least one run")
+    if len(set(expected)) != len(expected) or not expected:
+        raise ValueError(f"expected must name distinct items, got {list(expected)!r}")
+    kinds, texts = zip(*(_order_of_run(r, expected, ordered) for r in runs))
+    text = "; ".join(f"run {i + 1}: {t}" for i, t in enumerate(texts)) if len(runs) > 1 else texts[0]
+    if _few(runs, min_runs):
+        return Verdict(NOT_SHOWN, f"{text}; {len(runs)} run(s): fewer than {min_runs}", RUNS)
+    if set(kinds) == {"ok"}:
+        return Verdict(HOLDS, text)
+    if set(kinds) == {"contrary"}:
+        return Verdict(FAILS, text)
+    reason = BUDGET if "short" in kinds else CONTRARY if "contrary" in kinds else NOISE
+    return Verdict(NOT_SHOWN, text, reason)
+
+
 def every(verdicts: Iterable[Verdict]) -> Verdict:
     """All of several verdicts (a claim made of parts): fails if any part fails, holds if every
     part holds, else not shown, for the first reason of :data:`REASONS` a part not shown
@@ -149,4 +198,4 @@ def bool_verdict(holds: bool, margin: str) -> Verdict:
 
 __all__ = ["HOLDS", "FAILS", "NOT_SHOWN", "NOT_CHECKED", "STATUSES", "MIN_RUNS", "CONTRARY",
            "NOISE", "BUDGET", "RUNS", "REASONS", "Verdict",
-           "larger", "smaller", "beyond_noise", "reaches", "every", "bool_verdict"]
+           "larger", "smaller", "beyond_noise", "reaches", "first_in_order", "every", "bool_verdict"]

@@ -185,6 +185,42 @@ def test_reaches_reads_the_median_of_at_least_three_restarts():
     assert reaches([1.0, 1.0], 0.99).status == NOT_SHOWN
 
 
+SMALL = (2, 3, 5, 7)
+
+
+@pytest.mark.parametrize("runs, status, reason", [
+    # the paper's order on three seeds, the next head after them
+    ([{2: 100, 3: 200, 5: 300, 7: 400, 11: 900}] * 3, HOLDS, ""),
+    # 3 before 2 on every seed: against the paper
+    ([{3: 100, 2: 200, 5: 300, 7: 400}] * 3, FAILS, ""),
+    # another head before 7 on every seed: against "before all the others"
+    ([{2: 100, 3: 200, 5: 300, 11: 350, 7: 400}] * 3, FAILS, ""),
+    # 2 and 3 at one evaluation: the order is not resolved
+    ([{2: 100, 3: 100, 5: 300, 7: 400}] * 3, NOT_SHOWN, "noise"),
+    # 7 never reached: the runs ended first
+    ([{2: 100, 3: 200, 5: 300}] * 3, NOT_SHOWN, "budget"),
+    # one seed against, two with it: not shown, the direction kept
+    ([{2: 100, 3: 200, 5: 300, 7: 400}] * 2 + [{3: 100, 2: 200, 5: 300, 7: 400}], NOT_SHOWN,
+     "contrary"),
+    # the paper's order on one seed: too few
+    ([{2: 100, 3: 200, 5: 300, 7: 400}], NOT_SHOWN, "runs"),
+])
+def test_first_in_order_holds_on_three_runs_in_the_papers_order_only(runs, status, reason):
+    from rt_lib.verdicts import first_in_order
+    verdict = first_in_order(runs, SMALL)
+    assert (verdict.status, verdict.reason) == (status, reason), verdict.margin
+
+
+def test_first_in_order_as_a_set_ignores_the_order_among_the_expected():
+    from rt_lib.verdicts import first_in_order
+    nxt = (11, 13, 17, 19)
+    assert first_in_order([{19: 1, 13: 2, 17: 3, 11: 4, 23: 5}] * 3, nxt, ordered=False).status == HOLDS
+    assert first_in_order([{19: 1, 13: 2, 17: 3, 11: 4, 23: 5}] * 3, nxt).status == FAILS
+    assert first_in_order([{19: 1, 23: 2, 17: 3, 11: 4, 13: 5}] * 3, nxt, ordered=False).status == FAILS
+    with pytest.raises(ValueError, match="distinct"):
+        first_in_order([{}], (2, 2))
+
+
 @pytest.mark.parametrize("at", [0, 1, 2])
 def test_a_diverged_run_never_makes_a_claim_hold_wherever_it_sits(at):
     """min, max and median skip a NaN or not by its place in the list: before the check, these

@@ -437,3 +437,20 @@ def test_all_rules_together_keep_a_figure_size():
     for section in cfg.sections():
         text = re.sub(cfg[section]["regex"], cfg[section]["replace"], text)
     assert text == "<Figure size 1210x478.5 with 3 Axes>"
+
+
+def test_active_frequencies_draw_a_control_run_dashed_in_each_lines_colour():
+    import matplotlib.pyplot as plt
+    table = pd.DataFrame({"epoch": [10, 100, 1000], "active (k = 1.0)": [0, 12, 6],
+                          "active (k = 2.0)": [0, 5, 2]})
+    control = table.assign(**{"active (k = 1.0)": [0, 11, 12], "active (k = 2.0)": [0, 4, 5]})
+    fig, ax = plt.subplots()
+    try:
+        plots.plot_active_frequencies(ax, table, control=control)
+        solid = [l for l in ax.get_lines() if l.get_linestyle() == "-"]
+        dashed = [l for l in ax.get_lines() if l.get_linestyle() == "--"]
+        assert [list(l.get_ydata()) for l in dashed] == [[0, 11, 12], [0, 4, 5]]
+        assert [l.get_color() for l in dashed] == [l.get_color() for l in solid]
+        assert all(l.get_label().startswith("T_basis: ") for l in dashed)
+    finally:
+        plt.close(fig)

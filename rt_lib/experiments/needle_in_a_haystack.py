@@ -17,7 +17,8 @@ from rt_lib.experiment import Experiment
 from rt_lib.experiments.reporting import check_solves
 from rt_lib.model import build_model
 from rt_lib.tasks import NeedleInAHaystack
-from rt_lib.verdicts import FAILS, HOLDS, MIN_RUNS, NOT_SHOWN, RUNS, Verdict, every, larger
+from rt_lib.verdicts import (BUDGET, FAILS, HOLDS, MIN_RUNS, NOT_SHOWN, RUNS, Verdict, every,
+                             larger)
 
 NAME = "02_needle_in_a_haystack"
 
@@ -49,6 +50,12 @@ EXPERIMENT = Experiment(
     NAME, NeedleParams, title="needle-in-a-haystack recall (Table 1, Fig. 2)",
     step_shapes=grid_step_shapes,
     not_shown_on_cpu={
+        "rt-t1-needle": (
+            "the CPU task holds 1-2 pairs over 2 markers and 16 values, the paper's 1-30 over 30 "
+            "and 127: at 4 keys over 4 markers the random transformer stays on the copy plateau "
+            "at width 256 (0.58 on three restarts) and reaches 1.000 at width 512 "
+            "(docs/scale.md); the paper's task at width 1024 is the paper profile's (GPU chunk "
+            "02)"),
         "needle-ablation-to-plateau": (
             "at the CPU width 256 the circuit's pair mean-ablated leaves 0.725, 0.940 and 0.735 "
             "(restarts 0-2) against the plateau 0.75: on restart 1 heads other than the best two "
@@ -59,6 +66,29 @@ EXPERIMENT = Experiment(
 
 def run(params: NeedleParams, save_models: bool = True) -> GridResult:
     return run_task_grid(NAME, params, save_models)
+
+
+#: The paper's task (§4, Table 1): 1 to 30 marker-value pairs over 30 markers and 127 values.
+PAPER_TASK = {"min_keys": 1, "max_keys": 30, "n_markers": 30, "n_values": 127}
+#: Solving a smaller task than the paper's is a claim of our own, not Table 1's.
+REDUCED_ID = "needle-reduced-task"
+REDUCED = ("A random transformer with only its embeddings and unembedding trained recalls the "
+           "value of the queried marker on this profile's reduced needle task (fewer pairs, "
+           "markers and values than the paper's): median test accuracy >= 0.99")
+
+
+def is_paper_task(task: NeedleInAHaystack) -> bool:
+    """Whether ``task`` is the paper's, or harder (more pairs, markers or values)."""
+    return (task.min_keys <= PAPER_TASK["min_keys"]
+            and all(getattr(task, k) >= v for k, v in PAPER_TASK.items() if k != "min_keys"))
+
+
+def task_words(min_keys: int, max_keys: int, n_markers: int, n_values: int) -> str:
+    return f"{min_keys}-{max_keys} pairs over {n_markers} markers and {n_values} values"
+
+
+def words_of(task: NeedleInAHaystack) -> str:
+    return task_words(task.min_keys, task.max_keys, task.n_markers, task.n_values)
 
 
 UNTRAINED_SEEDS = (100, 101, 102)  # the baseline's initialisations, apart from the restarts'
@@ -147,8 +177,20 @@ def check_claims(result: GridResult, examples: Tensor, claims: Claims) -> None:
     against the same scores of untrained transformers of the same shape (embeddings at their
     random init, seeds :data:`UNTRAINED_SEEDS`): for each job, the random transformer's best
     head on every restart above every untrained model's best head."""
-    check_solves(claims, "rt-t1-needle", result.metrics, "test_acc", "needle-in-a-haystack",
-                 scale="width 1024, 30 keys (the paper profile)")
+    task = result.task
+    if is_paper_task(task):
+        check_solves(claims, "rt-t1-needle", result.metrics, "test_acc", "needle-in-a-haystack",
+                     scale="width 1024, 30 keys (the paper profile)")
+    else:
+        # a reduced task is a claim of our own; the paper's claim is its task's
+        shown = check_solves(claims, REDUCED_ID, result.metrics, "test_acc",
+                             f"needle-in-a-haystack, {words_of(task)}",
+                             scale="width 1024, 30 keys (the paper profile)", own=REDUCED)
+        claims.check("rt-t1-needle", f"not on the paper's task: {words_of(task)} against the "
+                     f"paper's {task_words(**PAPER_TASK)}; the reduced task is {REDUCED_ID} "
+                     f"(ours): {shown.status}",
+                     Verdict(NOT_SHOWN, "", BUDGET),
+                     scale="width 1024, 30 keys (the paper profile)")
     width = int(result.metrics.loc[result.metrics["model"] == "random transformer", "width"].max())
     trained = [best_head_scores(m, examples) for (kind, w, _), m in sorted(result.models.items())
                if kind == "random transformer" and w == width]
@@ -163,7 +205,6 @@ def check_claims(result: GridResult, examples: Tensor, claims: Claims) -> None:
                              for j, job in enumerate(jobs)),
                  every(verdicts), scale="width 1024, 30 keys (the paper profile)")
     table = head_ablation_table(result, examples)
-    task = result.task
     carry, to_plateau = ablation_verdicts(table, copy_plateau(task), len(task.test[0]))
     measured = (f"width {width}, test accuracy per restart with nothing, the least-scoring pair "
                 f"and the circuit's pair mean-ablated: "
