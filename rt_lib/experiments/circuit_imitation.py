@@ -47,7 +47,7 @@ class ImitationParams(GridParams):
     n_ctx: int = 16  # positions of the random input sequences (authors: 40)
     n_test: int = 500  # fixed test sequences, never trained on (authors: 4000)
     test_seed: int = 0
-    SMOKE: ClassVar[dict[str, Any]] = GridParams.SMOKE | {"n_test": 16}
+    SMOKE: ClassVar[dict[str, Any]] = GridParams.SMOKE | {"n_test": 32}
     steps: int = 300  # optimiser steps (authors: 10,000)
     batch_size: int | None = 128  # sequences per step (authors: 1000)
     lr: float = 1e-2  # AdamW peak lr (authors: 1e-3)

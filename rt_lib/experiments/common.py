@@ -96,13 +96,12 @@ class GridParams(Params):
     bf16: bool = False  # bf16 autocast of the forward pass
     device: str = "auto"  # CUDA when available
 
-    # Two restarts (a median and a range to compute), two steps of 4 rows (a step of the
+    # Two restarts (a median and a range to compute), two steps of 8 rows (a step of the
     # paper's 1,000 rows of 63 tokens takes minutes at width 1024 on one core), one evaluation
-    # at the end, of at most 16 rows per set (n_test of the stream tasks): the smoke run checks
-    # that the paper's shapes run end to end, and every row beyond a few only costs time.
+    # at the end, of at most 32 rows per set (n_test of the stream tasks).
     SMOKE: ClassVar[dict[str, Any]] = {
-        "restarts": 2, "steps": 2, "lstm_steps": None, "trained_steps": None, "batch_size": 4,
-        "warmup_steps": 1, "eval_every": 2, "eval_rows": 16}
+        "restarts": 2, "steps": 2, "lstm_steps": None, "trained_steps": None, "batch_size": 8,
+        "warmup_steps": 1, "eval_every": 2, "eval_rows": 32}
 
     def check(self) -> None:
         check_kinds(self.models)
@@ -171,7 +170,7 @@ class StreamGridParams(GridParams):
     task, its fixed test set (``n_test``, ``test_seed``: declared by each task, whose fields come
     first in the parameters' order) and its steps (docs/scale.md says how each was chosen)."""
 
-    SMOKE: ClassVar[dict[str, Any]] = GridParams.SMOKE | {"n_test": 16}
+    SMOKE: ClassVar[dict[str, Any]] = GridParams.SMOKE | {"n_test": 32}
     restarts: int = 3  # seeds per model and width (paper: 10)
     batch_size: int | None = 64  # sequences per step (paper: 1,000)
     lr: float = 1e-2  # AdamW peak lr (paper: 1e-3)
