@@ -1,9 +1,10 @@
 """One training loop for every experiment: AdamW, warm-up + cosine, clipping, sparse evaluation.
 
-Settings follow Zhong & Andreas (docs/papers.md, random transformers: training): AdamW lr 1e-3,
-weight decay 1e-3 on matrices only, betas (0.9, 0.999), grad-norm clip 1, 500 warm-up steps then
-cosine decay to 0.  Batches are a pure function of (seed, step), so a run resumed from a
-checkpoint sees exactly the batches the uninterrupted run would have.
+The optimiser follows Zhong & Andreas (docs/papers.md, random transformers: training): AdamW with
+weight decay on matrices only, betas (0.9, 0.999), grad-norm clip 1, linear warm-up then cosine
+decay to 0; the recipe (steps, batch, lr, decay, warm-up) is each notebook's (TrainConfig).
+Batches are a pure function of (seed, step), so a run resumed from a checkpoint sees exactly the
+batches the uninterrupted run would have.
 """
 
 from __future__ import annotations
@@ -29,16 +30,18 @@ from rt_lib.seeding import derive, set_threads
 from rt_lib.tasks.base import Task
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TrainConfig:
-    steps: int = 1000  # optimiser steps (the paper: 50,000 for modular addition)
-    batch_size: int | None = 4000  # None = full batch; 4000 is the authors' modular-addition batch
-    lr: float = 1e-3  # peak learning rate after warm-up (docs/papers.md, random transformers: training)
-    # AdamW decay on matrices; none on biases and LayerNorm
-    # (docs/papers.md, random transformers: training)
-    weight_decay: float = 1e-3
+    # The recipe has no defaults here: its values live in each notebook's parameters (rt_lib/
+    # experiments/, its CPU profile; configs/ for the others), the one place a run takes them
+    # from.  Below them, the optimiser's settings unless a notebook sets them (miiii: its own
+    # betas, no clipping): (docs/papers.md, random transformers: training)
+    steps: int  # optimiser steps
+    batch_size: int | None  # rows per step; None = full batch (finite tasks)
+    lr: float  # peak learning rate after warm-up
+    weight_decay: float  # AdamW decay on matrices; none on biases and LayerNorm
     betas: tuple[float, float] = (0.9, 0.999)  # AdamW defaults, as in the authors' code
-    warmup_steps: int = 500  # linear warm-up (docs/papers.md, random transformers: training)
+    warmup_steps: int  # linear warm-up from 0 to lr
     schedule: Literal["cosine", "constant"] = "cosine"  # after warm-up: cosine to 0, or flat
     # global grad-norm clip (docs/papers.md, random transformers: training); None disables
     grad_clip: float | None = 1.0

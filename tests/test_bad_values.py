@@ -59,7 +59,8 @@ def _poison_at(step_index: int):
 
 def test_non_finite_weights_are_never_saved_and_the_last_good_checkpoint_is_kept(tmp_path):
     ckpt = tmp_path / "run.pt"
-    cfg = TrainConfig(steps=12, batch_size=8, warmup_steps=1, eval_every=6, checkpoint_every=2,
+    cfg = TrainConfig(steps=12, batch_size=8, lr=1e-3, weight_decay=1e-3, warmup_steps=1,
+                      eval_every=6, checkpoint_every=2,
                       checkpoint_path=str(ckpt), progress=False, threads=1)
     with pytest.raises(NonFiniteLossError, match=r"^restart 3: the weights are not finite .* "
                                                  rf"after step 4 of 12 \(lr {cfg.lr:g}.*{ckpt}"):
@@ -70,15 +71,16 @@ def test_non_finite_weights_are_never_saved_and_the_last_good_checkpoint_is_kept
 
 
 def test_a_nan_loss_stops_the_run_naming_the_first_step_it_happened():
-    cfg = TrainConfig(steps=12, batch_size=8, warmup_steps=1, eval_every=6, progress=False,
-                      threads=1)
+    cfg = TrainConfig(steps=12, batch_size=8, lr=1e-3, weight_decay=1e-3, warmup_steps=1,
+                      eval_every=6, progress=False, threads=1)
     with pytest.raises(NonFiniteLossError, match=r"^restart 3: the training loss is not finite "
                                                  r".* at step 5 of 12"):
         train(_model(), _task(), cfg, grad_hook=_poison_at(3), desc="restart 3")
 
 
 def test_a_finite_run_is_not_stopped():
-    result = train(_model(), _task(), TrainConfig(steps=6, batch_size=8, warmup_steps=1,
+    result = train(_model(), _task(), TrainConfig(steps=6, batch_size=8, lr=1e-3,
+                                                  weight_decay=1e-3, warmup_steps=1,
                                                   eval_every=3, progress=False, threads=1))
     assert result.steps_done == 6 and result.history["train_loss"].map(math.isfinite).all()
 
@@ -87,7 +89,8 @@ def test_a_stacked_member_with_a_nan_loss_stops_the_stack_naming_its_seed():
     models = [_model(0), _model(1)]
     with torch.no_grad():
         models[1].W_U.fill_(math.nan)  # this member's very first loss is NaN
-    cfgs = [TrainConfig(steps=4, batch_size=None, warmup_steps=1, eval_every=2, seed=s,
+    cfgs = [TrainConfig(steps=4, batch_size=None, lr=1e-3, weight_decay=1e-3, warmup_steps=1,
+                        eval_every=2, seed=s,
                         progress=False, threads=1) for s in (5, 6)]
     with pytest.raises(NonFiniteLossError, match=r"seed 6 of 2 stacked: .* at step 1 of 4"):
         train_batched(models, _task(), cfgs)

@@ -13,7 +13,8 @@ from rt_lib.train import TrainConfig, train
 
 
 def configs(seeds, **kw):
-    base = dict(steps=12, batch_size=None, lr=3e-3, warmup_steps=3, eval_every=4, threads=1,
+    base = dict(steps=12, batch_size=None, lr=3e-3, weight_decay=1e-3, warmup_steps=3, eval_every=4,
+                threads=1,
                 progress=False)
     base.update(kw)
     return [TrainConfig(seed=s, **base) for s in seeds]

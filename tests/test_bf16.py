@@ -19,8 +19,9 @@ def test_bf16_forward_is_fp32_up_to_bf16_rounding_and_the_loss_stays_fp32():
     # bf16 keeps 8 bits of mantissa: relative error ~ 2^-8 per op, a few ops deep
     assert (low.float() - high).abs().max() < 0.05 * high.abs().max()
     assert not torch.equal(low.float(), high)  # autocast really ran in bf16
-    opt = make_optimizer(model, TrainConfig())
-    loss = train_step(model, task, opt, x, y, TrainConfig(bf16=True, progress=False))
+    recipe = dict(steps=1, batch_size=None, lr=1e-3, weight_decay=1e-3, warmup_steps=0)
+    opt = make_optimizer(model, TrainConfig(**recipe))
+    loss = train_step(model, task, opt, x, y, TrainConfig(**recipe, bf16=True, progress=False))
     assert loss.dtype == torch.float32
     assert all(p.dtype == torch.float32 for p in model.parameters())  # weights stay fp32
 
@@ -33,7 +34,8 @@ def test_bf16_training_reaches_the_fp32_accuracy_on_modular_addition():
     cfg = TransformerConfig(d_vocab=23, n_ctx=2, d_model=64, n_heads=4)
     accs = {}
     for bf16 in (False, True):
-        tcfg = TrainConfig(steps=300, batch_size=None, lr=1e-2, warmup_steps=20, eval_every=300,
+        tcfg = TrainConfig(steps=300, batch_size=None, lr=1e-2, weight_decay=1e-3, warmup_steps=20,
+                           eval_every=300,
                            threads=1, progress=False, bf16=bf16, seed=1)
         accs[bf16] = train(build_model(cfg, 0), task, tcfg).final("test_acc")
     assert accs[False] >= 0.9 and accs[True] >= 0.9, accs

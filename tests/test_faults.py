@@ -53,7 +53,8 @@ from rt_lib.train import TrainConfig, train
 out = results_dir("01_train")
 task = modular_addition(11, train_fraction=0.8, split_seed=0)
 model = build_model(TransformerConfig(d_vocab=11, n_ctx=2, d_model=16, n_heads=2), seed)
-cfg = TrainConfig(steps=steps, batch_size=16, warmup_steps=10, eval_every=100, seed=seed,
+cfg = TrainConfig(steps=steps, batch_size=16, lr=1e-3, weight_decay=1e-3, warmup_steps=10,
+                  eval_every=100, seed=seed,
                   checkpoint_path=str(out / "last.pt"), checkpoint_every=CHECKPOINT_EVERY,
                   resume=True, progress=False, threads=1)
 root, ran = results_root(), []
@@ -323,8 +324,8 @@ def test_unfinished_temporary_files_are_removed_before_a_run(books, tmp_path):
 
 
 def _tiny(steps=40, **kw):
-    cfg = dict(steps=steps, batch_size=8, warmup_steps=2, eval_every=10, progress=False,
-               threads=1, seed=3)
+    cfg = dict(steps=steps, batch_size=8, lr=1e-3, weight_decay=1e-3, warmup_steps=2,
+               eval_every=10, progress=False, threads=1, seed=3)
     return TrainConfig(**{**cfg, **kw})
 
 

@@ -294,7 +294,8 @@ def test_an_error_that_is_not_the_storages_passes_unchanged(tmp_path):
 
 
 def _tiny(**kw) -> TrainConfig:
-    return TrainConfig(**{"steps": 40, "batch_size": 8, "warmup_steps": 2, "eval_every": 10,
+    return TrainConfig(**{"steps": 40, "batch_size": 8, "lr": 1e-3, "weight_decay": 1e-3,
+                          "warmup_steps": 2, "eval_every": 10,
                           "progress": False, "threads": 1, "seed": 3, **kw})
 
 

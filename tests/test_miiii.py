@@ -211,7 +211,8 @@ def _fake_run(variant, lamb, generalise_at, epochs=1000, dropout=None, periodic=
            else torch.randn(task.d_vocab, 8, generator=torch.Generator().manual_seed(0),
                             dtype=torch.float64))
     result = TrainResult(model=SimpleNamespace(W_E=W_E), history=h, wall_time_s=0.0,
-                         steps_done=epochs, config=TrainConfig(steps=epochs))
+                         steps_done=epochs, config=TrainConfig(steps=epochs, batch_size=None, lr=1e-3,
+                                            weight_decay=1.0, warmup_steps=0))
     return MiiiiRun(variant, lamb, task, result, folder=None, dropout=dropout)
 
 

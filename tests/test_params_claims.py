@@ -150,3 +150,28 @@ def test_the_cell_shows_each_default_and_comment_of_the_class_and_runs_to_them()
     namespace: dict = {}
     exec(cell, namespace)  # the cell builds exactly the class defaults
     assert Leaf.from_namespace(namespace) == Leaf()
+
+
+def test_a_grid_notebooks_recipe_has_one_home_its_own_parameters():
+    """TrainConfig and GridParams hold no recipe value: each grid notebook's class sets its
+    widths, steps, batch, lr, warm-up and evaluations (its CPU profile), the one value that
+    runs; a class that forgot one fails to build, naming it."""
+    from dataclasses import MISSING, fields
+
+    from rt_lib.experiments.common import GridParams
+    from rt_lib.train import TrainConfig
+
+    recipe = ("widths", "steps", "batch_size", "lr", "warmup_steps", "eval_every")
+    base = {f.name: f for f in fields(GridParams)}
+    assert all(base[n].default is MISSING and base[n].default_factory is MISSING for n in recipe)
+    train = {f.name: f for f in fields(TrainConfig)}
+    assert all(train[n].default is MISSING for n in ("steps", "batch_size", "lr", "weight_decay",
+                                                     "warmup_steps"))
+    grids = [e.params for e in registry().values() if issubclass(e.params, GridParams)]
+    assert len(grids) >= 7
+    for cls in grids:
+        own = {f.name: f for f in fields(cls)}
+        assert all(own[n].default is not MISSING or own[n].default_factory is not MISSING
+                   for n in recipe), cls.__name__
+    with pytest.raises(TypeError, match="'lr'"):
+        dataclass(frozen=True)(type("NoRecipe", (GridParams,), {}))()

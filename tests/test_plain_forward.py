@@ -111,6 +111,7 @@ def test_train_step_calls_the_shortcut_by_name(monkeypatch, n_layers):
 
     monkeypatch.setattr(fast_paths, "last_logits", counted)
     x, y = task.get_batch(0, None, 0)
-    cfg = TrainConfig(steps=1, batch_size=None, warmup_steps=0, progress=False)
+    cfg = TrainConfig(steps=1, batch_size=None, lr=1e-3, weight_decay=1e-3, warmup_steps=0,
+                      progress=False)
     loss = train_step(model, task, make_optimizer(model, cfg), x, y, cfg)
     assert calls == [len(x)] and torch.isfinite(loss)

@@ -116,7 +116,8 @@ def _tiny_shape(rows: int = 16) -> StepShape:
     task = modular_addition(p=7, train_fraction=0.8, split_seed=0)
     cfg = TransformerConfig(d_vocab=task.d_vocab, n_ctx=task.n_ctx, d_model=16, n_layers=1,
                             n_heads=2, d_vocab_out=task.d_vocab_out, trainable="all")
-    return StepShape("tiny", cfg, task, rows, TrainConfig(steps=1, batch_size=rows))
+    return StepShape("tiny", cfg, task, rows, TrainConfig(steps=1, batch_size=rows, lr=1e-3,
+                                                             weight_decay=1e-3, warmup_steps=0))
 
 
 @pytest.mark.parametrize("trainable", ["all", "embeddings"])

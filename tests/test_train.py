@@ -18,8 +18,12 @@ def tiny_model(trainable="all", seed=0):
                                          trainable=trainable), seed)
 
 
+#: a recipe for the tiny runs here (TrainConfig has no recipe of its own: each notebook's is)
+RECIPE = dict(steps=6, batch_size=8, lr=1e-3, weight_decay=1e-3, warmup_steps=2)
+
+
 def quick(**kw):
-    base = dict(steps=6, batch_size=8, warmup_steps=2, eval_every=3, progress=False, threads=1)
+    base = RECIPE | dict(eval_every=3, progress=False, threads=1)
     base.update(kw)
     return TrainConfig(**base)
 
@@ -114,7 +118,7 @@ def test_accuracy_matches_an_independent_count():
 
 
 def test_warmup_then_cosine_to_zero():
-    cfg = TrainConfig(steps=110, warmup_steps=10, progress=False)
+    cfg = quick(steps=110, warmup_steps=10)
     f = lr_lambda(cfg)
     assert f(0) == pytest.approx(0.1) and f(9) == pytest.approx(1.0)
     assert f(10) == pytest.approx(1.0)
@@ -124,7 +128,7 @@ def test_warmup_then_cosine_to_zero():
 
 
 def test_no_weight_decay_on_vectors():
-    opt = make_optimizer(tiny_model(), TrainConfig(weight_decay=0.5, progress=False))
+    opt = make_optimizer(tiny_model(), quick(weight_decay=0.5))
     for group in opt.param_groups:
         assert all(p.ndim >= 2 for p in group["params"]) == (group["weight_decay"] == 0.5)
 
@@ -144,9 +148,9 @@ def test_param_groups_of_stacked_restarts_decay_the_same_tensors():
 
 
 def test_evaluation_schedule_is_one_rule():
-    due = eval_due(TrainConfig(steps=10, eval_every=4, progress=False))
+    due = eval_due(quick(steps=10, eval_every=4))
     assert [s for s in range(1, 11) if due(s)] == [4, 8, 10]  # and always the last step
-    due = eval_due(TrainConfig(steps=20, eval_log_points=3, progress=False))
+    due = eval_due(quick(steps=20, eval_log_points=3))
     assert [s for s in range(1, 21) if due(s)] == log_spaced_steps(20, 3) == [1, 4, 20]
 
 
@@ -179,7 +183,14 @@ def test_resume_from_checkpoint_matches_uninterrupted_run(tmp_path):
 )
 def test_bad_train_parameters(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        TrainConfig(**kwargs)
+        quick(**kwargs)
+
+
+@pytest.mark.parametrize("missing", sorted(RECIPE))
+def test_a_recipe_without_one_of_its_values_is_refused_naming_it(missing):
+    """The recipe's one home is the notebook's parameters: TrainConfig takes no default for it."""
+    with pytest.raises(TypeError, match=missing):
+        TrainConfig(**{k: v for k, v in RECIPE.items() if k != missing})
 
 
 def test_unknown_stop_metric_is_reported():
@@ -217,4 +228,4 @@ def test_log_spaced_evaluation_and_kept_snapshots(tmp_path):
     early = torch.load(tmp_path / "step_2.pt")["state_dict"]["W_E"]
     assert not torch.equal(early, model.W_E.detach())
     with pytest.raises(ValueError, match="snapshot_dir"):
-        TrainConfig(snapshot_steps=(5,))
+        quick(snapshot_steps=(5,))

@@ -50,7 +50,7 @@ class ImitationParams(GridParams):
     SMOKE: ClassVar[dict[str, Any]] = GridParams.SMOKE | {"n_test": 32}
     steps: int = 300  # optimiser steps (authors: 10,000)
     batch_size: int | None = 128  # sequences per step (authors: 1000)
-    lr: float = 1e-2  # AdamW peak lr (authors: 1e-3)
+    lr: float = 1e-2  # AdamW peak lr of the random imitators (authors: 1e-3)
     # the fully trained imitator's own lr, chosen on its training loss at target width 256
     # over 3e-4, 1e-3, 3e-3, 1e-2 (benchmarks/results/imitation_lr_cpu.csv); the paper's too
     trained_lr: float | None = 1e-3  # the fully trained imitator's lr, chosen on its training loss

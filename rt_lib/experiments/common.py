@@ -42,6 +42,9 @@ MODEL_KINDS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "random: W_E + W_U, random W_pos": ("transformer", "token_unembed", {}),
     "random: W_E + W_U, sinusoidal W_pos": ("transformer", "token_unembed",
                                             {"pos_embed": "sinusoidal"}),
+    # not Table 2's: its sinusoids at the token embeddings' scale instead of amplitude 1
+    "random: W_E + W_U, sinusoidal W_pos scaled to W_E": (
+        "transformer", "token_unembed", {"pos_embed": "sinusoidal", "pos_scale": None}),
 }
 
 
@@ -62,29 +65,30 @@ def model_config(kind: str, task: Task, width: int, n_layers: int, n_heads: int,
                              trainable=trainable, **{**settings, **transformer_overrides})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GridParams(Params):
     """Parameters every restart-grid notebook shares; a notebook's class adds its task's fields
-    and overrides the defaults (its CPU profile).  Every value is checked when the object is
-    built (:class:`~rt_lib.params.Params`), before any work, naming the parameter."""
+    and sets the recipe, which has no default here (widths, steps, batch, lr, warm-up,
+    evaluations: each notebook's CPU profile, its one home).  Every value is checked when the
+    object is built (:class:`~rt_lib.params.Params`), before any work, naming the parameter."""
 
     models: tuple[str, ...] = ("random transformer", "trained transformer", "trained LSTM")  # also: "random LSTM"
-    widths: tuple[int, ...] = (256,)  # d_model; Table 1 reports 16 and 1024
+    widths: tuple[int, ...]  # d_model; Table 1 reports 16 and 1024
     n_layers: int = 2  # depth of the transformer (docs/papers.md, random transformers: model)
     n_heads: int = 4  # attention heads (docs/papers.md, random transformers: model)
     restarts: int = 1  # seeds per model and width
     batch_restarts: bool = False  # True: the restarts train as one stacked model (small models: faster on CPU)
     # small models gain (benchmarks/bench_all.py: 1.5-2.3x at width 16), long sequences lose
-    steps: int = 1000  # optimiser steps for every model
-    batch_size: int | None = None  # None = full batch (finite tasks only)
-    lr: float = 1e-3  # docs/papers.md, random transformers: training
-    lstm_lr: float = 5e-3  # the paper's LSTM learning rate
+    steps: int  # optimiser steps for every model
+    batch_size: int | None  # None = full batch (finite tasks only)
+    lr: float  # AdamW peak lr: the random transformer's, and every kind's without its own
+    lstm_lr: float = 5e-3  # lr of the LSTMs, trained and random: the paper's
     lstm_steps: int | None = None  # LSTM steps (None: same as steps)
     trained_steps: int | None = None  # steps of the fully trained transformer (None: same as steps)
     trained_lr: float | None = None  # lr of the fully trained transformer; None = lr
     weight_decay: float = 1e-3  # on matrices only (docs/papers.md, random transformers: training)
-    warmup_steps: int = 500  # docs/papers.md, random transformers: training
-    eval_every: int = 100  # steps between evaluations
+    warmup_steps: int  # linear warm-up, then cosine to 0
+    eval_every: int  # steps between evaluations
     # Rows kept of each evaluation set (None: all of them).  A finite task evaluates its whole
     # training split too: at the paper's p = 199 that is 37,621 rows per evaluation, a
     # minute at width 1024 on a CPU, so the smoke test keeps the first rows of each set (a
@@ -173,7 +177,7 @@ class StreamGridParams(GridParams):
     SMOKE: ClassVar[dict[str, Any]] = GridParams.SMOKE | {"n_test": 32}
     restarts: int = 3  # seeds per model and width (paper: 10)
     batch_size: int | None = 64  # sequences per step (paper: 1,000)
-    lr: float = 1e-2  # AdamW peak lr (paper: 1e-3)
+    lr: float = 1e-2  # AdamW peak lr of the random transformer (paper: 1e-3)
     trained_lr: float | None = 1e-3  # lr of the fully trained transformer: the paper's (None: lr)
     warmup_steps: int = 100  # linear warm-up, then cosine to 0 (paper: 500)
     eval_every: int = 100  # steps between test evaluations

@@ -36,7 +36,7 @@ class MemorisationParams(GridParams):
     batch_size: int | None = 4096  # pairs per step; None: all pairs
     # what the authors' code ran (hdmemorize_exp.py;
     # docs/papers.md, random transformers: the authors' code beyond the text)
-    lr: float = 5e-3  # AdamW peak lr: what the authors' code ran
+    lr: float = 5e-3  # AdamW peak lr of both kinds: what the authors' code ran
     weight_decay: float = 1e-4  # on matrices only; the authors' memorisation run
     warmup_steps: int = 100  # linear warm-up, then cosine to 0
     eval_every: int = 150  # steps between evaluations on all pairs

@@ -67,7 +67,7 @@ class TinyStoriesParams(GridParams):
     dropout: float = 0.0  # paper: 0.1
     steps: int = 400  # optimiser steps
     batch_size: int | None = 32  # windows per step (paper: 20)
-    lr: float = 1e-2  # AdamW peak lr (paper: 6e-4)
+    lr: float = 1e-2  # AdamW peak lr of both kinds (paper: 6e-4)
     weight_decay: float = 0.1  # on matrices only (docs/papers.md, random transformers: training)
     warmup_steps: int = 40  # linear warm-up, then cosine to 0
     eval_every: int = 100  # steps between validation passes
