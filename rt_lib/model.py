@@ -89,6 +89,9 @@ class TransformerConfig:
     init: Literal["gpt2", "he", "he_jax"] = "gpt2"
     init_std: float = 0.02  # GPT-2's initializer_range (docs/papers.md, random transformers: model)
     pos_embed: Literal["learned", "sinusoidal"] = "learned"  # sinusoidal = frozen (Table 2 ablation)
+    # The sinusoids' amplitude: 1 in the authors' code (weight_frozen == 101, beside token
+    # embeddings of std init_std); None: the token embeddings' scale, each entry of RMS init_std
+    pos_scale: float | None = 1.0
     dropout: float = 0.0  # 0 for the synthetic tasks; miiii uses 0.1
     # Where dropout acts: "gpt2" = embeddings, attention pattern and each sublayer's output before
     # its residual add (HF GPT-2, TinyStories); "residual" = the residual stream after each add,
@@ -112,6 +115,8 @@ class TransformerConfig:
         _check_choice("act", self.act, ("gelu_tanh", "relu"))
         _check_choice("init", self.init, ("gpt2", "he", "he_jax"))
         _check_choice("pos_embed", self.pos_embed, ("learned", "sinusoidal"))
+        if self.pos_scale is not None and not self.pos_scale > 0:
+            raise ValueError(f"pos_scale must be a positive number or None, got {self.pos_scale!r}")
         _check_choice("dropout_at", self.dropout_at, ("gpt2", "residual"))
         _check_choice("dropout_mask", self.dropout_mask, ("sample", "batch"))
         if self.dropout_mask == "batch" and self.dropout_at != "residual":
@@ -463,7 +468,11 @@ class Transformer(Hooked):
         if cfg.pos_embed == "learned":
             self.W_pos = nn.Parameter(torch.empty(cfg.n_ctx, cfg.d_model))  # [t, d]
         else:
-            self.register_buffer("W_pos", sinusoidal_positions(cfg.n_ctx, cfg.d_model))
+            table = sinusoidal_positions(cfg.n_ctx, cfg.d_model)
+            if cfg.pos_scale != 1.0:  # sin and cos have RMS 1/sqrt(2)
+                table = table * (cfg.pos_scale if cfg.pos_scale is not None
+                                 else cfg.init_std * math.sqrt(2))
+            self.register_buffer("W_pos", table)
         self.hook_embed = HookPoint()  # [b, t, d]: W_E[tokens]
         self.hook_pos_embed = HookPoint()  # [t, d]: W_pos[:t]
         self.blocks = nn.ModuleList(Block(cfg, fused_attention) for _ in range(cfg.n_layers))

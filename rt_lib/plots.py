@@ -23,6 +23,7 @@ MODEL_COLORS = {
     "random: embeddings only": "#a6761d",
     "random: W_E + W_U, random W_pos": "#666666",
     "random: W_E + W_U, sinusoidal W_pos": "#66a61e",
+    "random: W_E + W_U, sinusoidal W_pos scaled to W_E": "#1f78b4",
 }
 
 

@@ -454,3 +454,10 @@ def test_active_frequencies_draw_a_control_run_dashed_in_each_lines_colour():
         assert all(l.get_label().startswith("T_basis: ") for l in dashed)
     finally:
         plt.close(fig)
+
+
+def test_every_model_kind_has_its_colour():
+    """A kind any notebook can be asked to train (06's variants: --set variants=[...]) is drawn."""
+    from rt_lib.experiments.common import MODEL_KINDS
+    assert set(MODEL_KINDS) <= set(plots.MODEL_COLORS)
+    assert len(set(plots.MODEL_COLORS.values())) == len(plots.MODEL_COLORS)

@@ -152,6 +152,21 @@ def test_sinusoidal_positions_are_a_frozen_buffer():
     assert sinusoidal_positions(3, 4)[1, 1] == pytest.approx(math.cos(1.0))
 
 
+def test_sinusoids_at_the_token_embeddings_scale_have_their_rms():
+    """Amplitude 1 is the authors' (their weight_frozen == 101); pos_scale=None scales the table
+    to the token embeddings' RMS, init_std, and pos_scale=c multiplies it by c."""
+    table = sinusoidal_positions(64, 256)
+    scaled = build_model(tiny(n_ctx=64, d_model=256, pos_embed="sinusoidal", pos_scale=None,
+                              trainable="token_unembed"), 0)
+    assert scaled.W_pos.pow(2).mean().sqrt().item() == pytest.approx(0.02, rel=0.02)
+    assert scaled.W_E.pow(2).mean().sqrt().item() == pytest.approx(0.02, rel=0.05)
+    torch.testing.assert_close(scaled.W_pos, table * 0.02 * math.sqrt(2))
+    half = build_model(tiny(pos_embed="sinusoidal", pos_scale=0.5), 0)
+    torch.testing.assert_close(half.W_pos, sinusoidal_positions(5, 16) * 0.5)
+    with pytest.raises(ValueError, match="pos_scale"):
+        tiny(pos_scale=0.0)
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [
