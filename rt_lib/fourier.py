@@ -93,6 +93,12 @@ def fourier_power(embedding: np.ndarray) -> np.ndarray:
     return half / total if total > 0 else half
 
 
+def top_frequency_share(embedding: np.ndarray, k: int = 3) -> float:
+    """Share of an embedding's power [p, d] in its ``k`` strongest frequencies
+    (:func:`fourier_power`): near 1 for a periodic embedding, k / (p // 2) or so for noise."""
+    return float(np.sort(fourier_power(embedding))[::-1][:k].sum())
+
+
 def grid_tokens(p: int) -> Tensor:
     """All p^2 inputs [first, second, "="] in row-major grid order [p^2, 3]."""
     first, second = torch.meshgrid(torch.arange(p), torch.arange(p), indexing="ij")
@@ -197,4 +203,4 @@ def top_frequencies(power: np.ndarray, n: int = 3) -> list[tuple[int, int, float
 __all__ = ["pearson", "positional_correlation", "correlation_noise", "token_embedding",
            "singular_values", "cumulative_marks", "fourier_power", "grid_tokens", "neuron_grid",
            "spectrum_2d", "active_frequencies", "authors_neuron_spectrum", "authors_active_counts",
-           "interaction_share", "top_frequencies"]
+           "interaction_share", "top_frequencies", "top_frequency_share"]

@@ -274,11 +274,12 @@ def test_the_small_primes_and_masked_claims_read_the_order_heads_generalised_in(
 
 
 def test_t_basis_is_compared_with_t_miiii_on_the_periodicity_of_w_e(tmp_path):
-    from rt_lib.experiments.miiii_training import top_frequency_share
+    from rt_lib.fourier import token_embedding, top_frequency_share
     periodic = _fake_run("miiii", 2.0, {}, periodic=True).result.model
     noise = _fake_run("basis", 2.0, {}, periodic=False).result.model
-    assert top_frequency_share(periodic, 17) == pytest.approx(1.0)  # one frequency, all power
-    assert top_frequency_share(noise, 17) < 0.6  # 3 of 8 frequencies of noise
+    # one frequency, all power; noise spreads over 8
+    assert top_frequency_share(token_embedding(periodic, 17)) == pytest.approx(1.0)
+    assert top_frequency_share(token_embedding(noise, 17)) < 0.6
 
 
 def test_miiii_comparisons_use_the_benchmarks_seed_noise(tmp_path):

@@ -90,14 +90,13 @@ def embedding_table(runs: dict[str, MiiiiRun], p: int,
         model = r.result.model.cpu().eval()
         emb = fourier.token_embedding(model, p)
         s = fourier.singular_values(emb)
-        power = np.sort(fourier.fourier_power(emb))[::-1]
         row: dict[str, Any] = {"task": f"T_{variant}",
                                first: fourier.positional_correlation(model, pos_dims),
                                every: fourier.positional_correlation(model)}
         for squared, kind in ((False, "sum of s"), (True, "sum of s²")):
             for f, count in zip(fractions, fourier.cumulative_marks(s, fractions, squared)):
                 row[f"{f:.0%} of {kind}"] = count
-        row["top-3 frequencies' power share"] = float(power[:3].sum())
+        row["top-3 frequencies' power share"] = fourier.top_frequency_share(emb)
         row["final valid acc"] = float(r.result.history["valid_acc"].iloc[-1])
         row["epochs"] = int(r.result.history["step"].iloc[-1])
         rows.append(row)

@@ -518,13 +518,6 @@ def generalised_at(table: pd.DataFrame) -> dict[int, int]:
     return {int(q): int(e) for q, e in zip(done["q"], done["valid epoch"])}
 
 
-def top_frequency_share(model: nn.Module, p: int, k: int = 3) -> float:
-    """Share of W_E's power (over its p digit tokens) in its ``k`` strongest frequencies: high for
-    a periodic embedding (paper, Figs. 11-13; :func:`rt_lib.fourier.fourier_power`)."""
-    power = np.sort(fourier.fourier_power(fourier.token_embedding(model, p)))[::-1]
-    return float(power[:k].sum())
-
-
 def valid_at(r: MiiiiRun, epoch: int) -> float:
     """Mean validation accuracy over heads at the last evaluation at or before ``epoch``."""
     h = r.result.history
@@ -691,7 +684,8 @@ def check_claims(runs: dict[str, MiiiiRun], tables: dict[str, pd.DataFrame],
         # Validation at chance is guaranteed by the shuffled labels; the paper's claim is that
         # T_basis's embedding shows no periodicity where T_miiii's does (Fig. 13): the share
         # of W_E's power in its 3 strongest frequencies, T_miiii's above T_basis's.
-        share = {label: top_frequency_share(runs[label].result.model, params.p)
+        share = {label: fourier.top_frequency_share(
+                     fourier.token_embedding(runs[label].result.model, params.p))
                  for label in ("T_miiii", "T_basis")}
         claims.check("mi-basis-memorises", f"T_basis, epoch {int(last['step'])}: train accuracy "
                      f"{last['train_acc']:.3f}, validation {excess:+.3f} over chance; top-3 "
