@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pandas as pd
+import yaml
 from torch import nn
 
 from rt_lib.batched import can_batch, train_batched
-from rt_lib.io import atomic_save_torch, load_torch, read_result, results_dir
+from rt_lib.io import atomic_save_torch, atomic_write_text, load_torch, read_result, results_dir
 from rt_lib.jobs.executor import Job, current as current_executor, run_jobs
 from rt_lib.jobs.resume import resume_dir
 from rt_lib.model import LSTMConfig, TransformerConfig, build_model, count_params
@@ -27,6 +28,10 @@ from rt_lib.params import Params, check_positive_ints
 from rt_lib.seeding import derive
 from rt_lib.tasks.base import Task
 from rt_lib.train import TrainConfig, TrainResult, train
+
+#: Written by every grid beside its metrics: ``smaller_than_paper``, how the task is smaller
+#: than the paper's (None: the paper's, or not said), for Table 1's claims (notebook 07).
+TASK_FILE = "task.yaml"
 
 #: kind -> (architecture, trainable parts, transformer settings).  "random" = only the token
 #: embedding, position embedding and unembedding train
@@ -131,6 +136,12 @@ class GridParams(Params):
         """Validate the task's own fields: building the task checks them, with its messages."""
         self.task()
 
+    def smaller_than_paper(self) -> str | None:
+        """How this task is smaller than the paper's, in words; None where it is the paper's or
+        the notebook does not say.  Written beside the results (:data:`TASK_FILE`): Table 1's
+        paper claims (notebook 07) leave out a smaller task, a weaker stand-in."""
+        return None
+
     def lstm_overrides(self) -> dict:
         """The paper's LSTM lr (docs/papers.md, random transformers: training); optionally fewer
         steps, the LSTM being slowest on CPU."""
@@ -226,6 +237,8 @@ def run_task_grid(name: str, params: GridParams, save_models: bool = True,
     parts = [train_grid(task, grid, ckpt, meta={"notebook": name, "params": grid},
                         resume_dir=resume, job_store=store) for grid in (params, *also)]
     result = GridResult(metrics=pd.concat([p.metrics for p in parts], ignore_index=True), task=task)
+    atomic_write_text(results_dir(name) / TASK_FILE,
+                      yaml.safe_dump({"smaller_than_paper": params.smaller_than_paper()}))
     for part in parts:
         result.histories.update(part.histories)
         result.models.update(part.models)

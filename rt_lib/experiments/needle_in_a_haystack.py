@@ -45,6 +45,11 @@ class NeedleParams(StreamGridParams):
                                  n_values=self.n_values, n_markers=self.n_markers,
                                  n_test=self.n_test, test_seed=self.test_seed)
 
+    def smaller_than_paper(self) -> str | None:
+        if is_paper_task(self):
+            return None
+        return f"{words_of(self)} against the paper's {task_words(**PAPER_TASK)}"
+
 
 EXPERIMENT = Experiment(
     NAME, NeedleParams, title="needle-in-a-haystack recall (Table 1, Fig. 2)",
@@ -77,8 +82,9 @@ REDUCED = ("A random transformer with only its embeddings and unembedding traine
            "markers and values than the paper's): median test accuracy >= 0.99")
 
 
-def is_paper_task(task: NeedleInAHaystack) -> bool:
-    """Whether ``task`` is the paper's, or harder (more pairs, markers or values)."""
+def is_paper_task(task: NeedleInAHaystack | NeedleParams) -> bool:
+    """Whether ``task`` (or the parameters that build it) is the paper's, or harder (more
+    pairs, markers or values)."""
     return (task.min_keys <= PAPER_TASK["min_keys"]
             and all(getattr(task, k) >= v for k, v in PAPER_TASK.items() if k != "min_keys"))
 
@@ -87,7 +93,7 @@ def task_words(min_keys: int, max_keys: int, n_markers: int, n_values: int) -> s
     return f"{min_keys}-{max_keys} pairs over {n_markers} markers and {n_values} values"
 
 
-def words_of(task: NeedleInAHaystack) -> str:
+def words_of(task: NeedleInAHaystack | NeedleParams) -> str:
     return task_words(task.min_keys, task.max_keys, task.n_markers, task.n_values)
 
 
