@@ -12,7 +12,8 @@ on two cores, never while other work runs if the wall times matter).  For the ve
 notebook 11 records, run under its CPU kernels first (``source scripts/kernel_env.sh``): other
 kernels give another run of the same distribution, not the same digits.
 
-Prints per seed: wall time, ms per epoch, the epoch train accuracy reached 0.99, the heads in the
+Prints per seed: wall time, ms per epoch, the last training loss and accuracy (what a recipe is
+chosen on), the epoch train accuracy reached 0.99, the heads in the
 order they generalised (validation accuracy >= 0.95 and >= 0.99 from that evaluation on), the
 epoch from which every head stayed >= 0.99, and the number of heads >= 0.99 at a few epochs.
 """
@@ -72,6 +73,9 @@ def one_run(values: dict[str, typing.Any], seed: int) -> dict[str, typing.Any]:
     seconds = time.perf_counter() - start
     steps = h["step"].astype(int).tolist()
     row: dict[str, typing.Any] = {"seed": seed, "wall_s": round(seconds), "ms_per_epoch": round(1000 * seconds / params.epochs, 1)}
+    # the training side, on which a recipe is chosen (never the validation split's numbers)
+    row["final_train_loss"] = round(float(h["train_loss"].iloc[-1]), 4)
+    row["final_train_acc"] = round(float(h["train_acc"].iloc[-1]), 3)
     t99 = h.loc[h["train_acc"] >= 0.99, "step"]
     row["train_0.99_at"] = int(t99.iloc[0]) if len(t99) else None
     for level in (0.95, 0.99):
