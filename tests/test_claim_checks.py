@@ -154,6 +154,15 @@ def test_table2_needs_every_ablation_short_somewhere_and_none_above_all_three(tm
     assert status({"random transformer": (1.0, 1.0), "a": (0.5, 1.0), "b": (0.95, 0.99)}) == "not shown"
     # an ablation clearly above all three on a task: fails
     assert status({"random transformer": (0.5, 1.0), "a": (0.9, 0.5), "b": (0.4, 0.4)}) == "fails"
+    # on one restart a side the same lead is a direction, not a failure: not shown (runs)
+    params = AblationParams(tasks=("needle", "parentheses"), restarts=1)
+    m = metrics({"random transformer": (0.5, 1.0), "a": (0.9, 0.5), "b": (0.4, 0.4)})
+    m = m[m.restart == 0]
+    record = _record(tmp_path / "one", "06_embedding_ablations")
+    check_claims(m, ablation_table(m), params, record)
+    claim = next(c for c in record.claims if c.id == "rt-t2-all-three-needed")
+    assert (claim.status, claim.reason) == ("not shown", "runs")
+    assert "needle: an ablation +0.400 above all three" in claim.measured
 
 
 def test_subspace_one_checkpoint_a_side_is_not_shown_whatever_the_difference(results_tmp):

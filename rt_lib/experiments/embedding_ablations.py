@@ -233,7 +233,12 @@ def check_claims(metrics: pd.DataFrame, table: pd.DataFrame, params: AblationPar
             parts.append(Verdict(NOT_SHOWN, f"all three vs ablations on {task}: cut short",
                                  BUDGET))
         elif gaps[task].max() > 0.02:
-            parts.append(Verdict(FAILS, f"{task}: an ablation {gaps[task].max():+.3f} above all three"))
+            # against the paper only on three restarts a side: one restart's lead moves with the
+            # seed and with another CPU's rounding (benchmarks/platform_claims.py: parentheses
+            # +0.037 on one kernel path, cut short on the recording's)
+            above = f"{task}: an ablation {gaps[task].max():+.3f} above all three"
+            parts.append(Verdict(FAILS, above) if params.restarts >= MIN_RUNS
+                         else Verdict(NOT_SHOWN, above, CONTRARY))
     claims.check("rt-t2-all-three-needed", "shortfall of each ablation (converged runs): "
                  + ("; ".join(notes) or "none converged"), every(parts),
                  scale="width 1024, every task trained to the end (the paper profile)")
