@@ -299,6 +299,13 @@ def test_width_16_claim_needs_two_comparable_tasks(results_tmp):
     # the same tags on the wide runs hold nothing back: every wide run is at its ceiling
     cut = {(t, "random transformer", 64): "still improving" for t in table1.SOURCES if t != "needle"}
     assert _width16_claim(results_tmp, acc, cut).status == "holds"
+    # nor does a wide restart below 0.99 and still improving, where the median solves: it is a
+    # lower bound of a gap it already clears (whether it had stopped improving moves with the
+    # rounding); a median below 0.99 does not count as solved
+    near = {**acc, ("random transformer", 64): [1.0, 0.995, 0.985]}
+    assert _width16_claim(results_tmp, near, cut).status == "holds"
+    below = {**acc, ("random transformer", 64): [1.0, 0.985, 0.985]}
+    assert _width16_claim(results_tmp, below, cut).status == "not shown"
 
 
 def test_a_task_smaller_than_the_papers_counts_only_toward_our_own_width16_claim(results_tmp):

@@ -175,8 +175,9 @@ def check_claims(metrics: pd.DataFrame, table: pd.DataFrame, claims: Claims,
     - ``rt-t1-beats-lstm`` at each task's widest width: the random transformer does at least
       as well as the fully trained LSTM on every task (its range above the LSTM's, or every
       restart of both at ``solved`` or above: a match at the ceiling) and better on one;
-    - ``rt-t1-width16-fails``: on every task the wide random transformer solves (at least
-      two), every width-16 restart falls more than ``fails_gap`` below every wide one;
+    - ``rt-t1-width16-fails``: on every task the wide random transformer solves (median at
+      least ``solved``; at least two tasks), every width-16 restart falls more than ``fails_gap``
+      below every wide one (width 16's restarts converged; the wide ones may be lower bounds);
     - ours: the fully trained transformer solves each task (median >= ``solved``).
 
     A task smaller than the paper's (``smaller_than_paper``, from its notebook) is a weaker
@@ -234,10 +235,14 @@ def check_claims(metrics: pd.DataFrame, table: pd.DataFrame, claims: Claims,
         note = " (smaller than the paper's task)" if task in smaller else ""
         details["lstm"].append(f"{task} d={wide}{note}: random {_fmt(rnd)} vs LSTM {_fmt(lstm)}")
         narrow = _restarts(metrics, task, "random transformer", 16) if wide != 16 else []
-        comparable = narrow and rnd and min(rnd) >= solved
+        # "Solves" as Table 1 reports it, the median over restarts; a wide restart cut short
+        # is a lower bound, which can only widen a gap it already clears, so only width 16's
+        # budget counts (whether a restart near 0.99 had stopped improving moves with the
+        # rounding of another CPU: benchmarks/platform_claims.py)
+        comparable = narrow and rnd and float(pd.Series(rnd).median()) >= solved
         if comparable and cut(task, "random transformer", 16):
             narrow_cut = True
-        elif comparable and not cut(task, "random transformer", wide, rnd):
+        elif comparable:
             gap = larger(rnd, [v + fails_gap for v in narrow])
             verdict = Verdict(gap.status, f"{task}: {gap.margin}", gap.reason)
             as_run.append(verdict)
