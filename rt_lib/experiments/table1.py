@@ -55,13 +55,6 @@ EXPERIMENT = Experiment(
     NAME, Table1Params, reads=tuple(nb for nb, _, _ in SOURCES.values()),
     title="Table 1 from the restarts of 01-04",
     not_shown_on_cpu={
-        "rt-t1-width16-fails": (
-            "the claim needs two tasks the wide random transformer solves on the paper's task; "
-            "at the CPU profile modular addition is one, and needle is smaller than the paper's "
-            "(notebook 02: 1-2 pairs over 2 markers, where 4 over 4 stays on the copy plateau "
-            "at width 256, docs/scale.md), so it counts as ours, table1-width16-fails-as-run; "
-            "decimal addition at width 128 is not solved (notebook 03) and parentheses runs "
-            "are cut short; the four tasks at the paper's size are the paper profile's"),
         "rt-t1-beats-lstm": (
             "at the CPU widths the fully trained LSTM is at least as good as the random "
             "transformer on every task (Table 1 here), and decimal addition runs at width 128, "
