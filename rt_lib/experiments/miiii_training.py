@@ -147,12 +147,12 @@ class MiiiiParams(Params):
         for v in self.variants:  # builds each task once: checks split, fraction, combine
             self.task(v)
         self.train_config(self.grokfast_lambda, None)  # checks lr, epochs, ...
-        for name, low in (("lambda_zero_lr", 0.0), ("lambda_zero_weight_decay", None)):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, (int, float)) or value < 0
-                                      or value == low):
-                raise ValueError(f"{name} must be a {'positive' if low is not None else 'non-negative'}"
-                                 f" number or None, got {value!r}")
+        lr0, wd0 = self.lambda_zero_lr, self.lambda_zero_weight_decay
+        if lr0 is not None and (not isinstance(lr0, (int, float)) or lr0 <= 0):
+            raise ValueError(f"lambda_zero_lr must be a positive number or None, got {lr0!r}")
+        if wd0 is not None and (not isinstance(wd0, (int, float)) or wd0 < 0):
+            raise ValueError(f"lambda_zero_weight_decay must be a non-negative number or None, "
+                             f"got {wd0!r}")
         Grokfast(self.grokfast_alpha, self.grokfast_lambda, self.grokfast_init)
 
     def task(self, variant: str) -> MultiPrimeTask:
