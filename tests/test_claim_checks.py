@@ -93,6 +93,44 @@ def test_embedding_claims_are_not_shown_at_unequal_epochs_even_far_apart(tmp_pat
     assert _status(record, "mi-pos-correlation") == "not shown"  # T_nanda below, within the noise
 
 
+def test_embedding_claims_on_three_seeds_a_side_hold_fail_and_tie_run_against_run(tmp_path):
+    """The paper profile reads notebook 11's runs on three seeds (extra_seeds): every claim of
+    notebook 12 then compares the seeds' ranges: apart the paper's way holds, apart the other
+    way fails, overlapping is not shown."""
+    from rt_lib.experiments.miiii_embeddings import EmbeddingParams, check_claims, pos_columns
+    from rt_lib.pipeline import runner
+
+    (job,) = runner.plan("paper", ["12"], {})
+    paper = EmbeddingParams(**job.parameters)
+    assert len(paper.training().extra_seeds) >= 2  # the paper profile reads three seeds
+    params = EmbeddingParams(train_params={"p": 11, "d_model": 16, "n_heads": 2}, pos_dims=8)
+    first, every = pos_columns(params.pos_dims)
+
+    def table(nanda_r, miiii_r, basis_r, n90, top3, shift=0.0):
+        r = [nanda_r + shift, miiii_r + shift, basis_r + shift]
+        return pd.DataFrame({"task": ["T_nanda", "T_miiii", "T_basis"], first: r, every: r,
+                             "90% of sum of s": n90, "top-3 frequencies' power share": top3,
+                             "epochs": [100, 100, 100]})
+
+    def statuses(*tables):
+        record = _record(tmp_path / str(len(list(tmp_path.iterdir()))), "12_miiii_embeddings")
+        check_claims(tables[0], params, record, list(tables[1:]))
+        return {c.id: c.status for c in record.claims}
+
+    paper_way = [table(0.4, -0.5, 0.0, [3, 9, 12], [0.9, 0.4, 0.1], shift) for shift in (0, 0.05, -0.05)]
+    assert set(statuses(*paper_way).values()) == {"holds"}
+    # one seed, the same numbers: the paper's comparisons are not shown
+    one = statuses(paper_way[0])
+    assert one["mi-we-spectrum"] == one["mi-we-svd-diffuse"] == one["mi-pos-correlation"] == "not shown"
+    other_way = [table(-0.5, 0.4, 0.6, [9, 3, 12], [0.1, 0.4, 0.9], shift) for shift in (0, 0.05, -0.05)]
+    got = statuses(*other_way)
+    assert got["mi-pos-correlation"] == got["mi-we-spectrum"] == got["mi-we-svd-diffuse"] == "fails"
+    # the seeds overlap: T_miiii's r above T_nanda's on one seed
+    mixed = paper_way[:2] + [table(-0.5, 0.4, 0.6, [9, 3, 12], [0.1, 0.4, 0.9])]
+    got = statuses(*mixed)
+    assert got["mi-pos-correlation"] == got["mi-we-spectrum"] == got["mi-we-svd-diffuse"] == "not shown"
+
+
 def test_imitation_fails_on_the_narrow_target_and_needs_the_trained_baseline_for_the_wide_one(tmp_path):
     from rt_lib.experiments.circuit_imitation import check_claims
 

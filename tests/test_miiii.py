@@ -216,7 +216,7 @@ def test_the_lambda_zero_run_trains_at_its_own_recipe_and_only_its_key_says_so()
         MiiiiParams(lambda_zero_weight_decay=-1.0)
 
 
-def _fake_run(variant, lamb, generalise_at, epochs=1000, dropout=None, periodic=None):
+def _fake_run(variant, lamb, generalise_at, epochs=1000, dropout=None, periodic=None, p=17):
     """A MiiiiRun whose head q reaches validation accuracy 1 at ``generalise_at[q]`` (absent: stays
     at chance); train accuracy 1 from epoch 100."""
     import pandas as pd
@@ -224,7 +224,7 @@ def _fake_run(variant, lamb, generalise_at, epochs=1000, dropout=None, periodic=
     from rt_lib.experiments.miiii_training import MiiiiRun
     from rt_lib.train import TrainConfig, TrainResult
 
-    task = miiii_task(17, variant, train_fraction=0.5)
+    task = miiii_task(p, variant, train_fraction=0.5)
     steps = [1, 10, 100, 300, 500, 700, epochs]
     cols = {"step": steps, "train_acc": [0.1, 0.5, 1, 1, 1, 1, 1]}
     for q in task.qs:
@@ -237,7 +237,7 @@ def _fake_run(variant, lamb, generalise_at, epochs=1000, dropout=None, periodic=
     # embedding) when ``periodic``, else noise
     periodic = variant != "basis" if periodic is None else periodic
     tokens = torch.arange(task.d_vocab, dtype=torch.float64)[:, None]
-    W_E = (torch.cos(2 * math.pi * 3 * tokens / 17) * torch.ones(1, 8) if periodic
+    W_E = (torch.cos(2 * math.pi * 3 * tokens / p) * torch.ones(1, 8) if periodic
            else torch.randn(task.d_vocab, 8, generator=torch.Generator().manual_seed(0),
                             dtype=torch.float64))
     result = TrainResult(model=SimpleNamespace(W_E=W_E), history=h, wall_time_s=0.0,
@@ -281,6 +281,75 @@ def test_miiii_claims_read_the_baselines_at_equal_epochs(tmp_path):
     # periodicity is not shown
     assert held(runs | {"T_basis": _fake_run("basis", 2.0, {2: 300})})["mi-basis-memorises"] == "fails"
     assert held(runs | {"T_basis": _fake_run("basis", 2.0, {})})["mi-basis-memorises"] == "not shown"
+
+
+def test_at_the_paper_profiles_settings_notebook_11s_claims_can_hold_and_fail(tmp_path):
+    """The paper profile trains every run on three seeds (extra_seeds): on results where the
+    paper is right every claim of notebook 11 holds; where it is wrong, each comparison fails;
+    where the seeds do not separate, it is not shown.  One seed (the CPU profile) shows none of
+    the comparisons, whatever the runs."""
+    from rt_lib.claims import Claims
+    from rt_lib.experiments.miiii_training import (NAME, MiiiiParams, check_claims,
+                                                   generalisation_table)
+    from rt_lib.pipeline import runner
+
+    (job,) = runner.plan("paper", ["11"], {})
+    paper = MiiiiParams(**job.parameters)
+    assert len(paper.extra_seeds) >= 2  # three seeds a side
+    params = replace(paper, p=29, train_fraction=0.5)  # heads 2, ..., 23: four above 7
+
+    def fake(variant, generalise_at, lamb=0.5, **kw):
+        return lambda: _fake_run(variant, lamb, generalise_at, p=29, **kw)
+
+    # the paper's reading: 2, 3, 5, 7 in that order, the rest together later; T_nanda earlier;
+    # λ = 0 and dropout 0 behind (no head but 2 and 3 without dropout); T_masked's next primes
+    # first, in any order; T_basis at chance with a W_E of no periodicity
+    order = {2: 100, 3: 300, 5: 500, 7: 700, 11: 1000, 13: 1000, 17: 1000, 19: 1000, 23: 1000}
+    paper_runs = {"T_miiii": fake("miiii", order),
+                  "T_nanda": fake("nanda", {29: 300}),
+                  "T_masked": fake("masked", {13: 500, 11: 500, 19: 500, 17: 500, 23: 700}),
+                  "T_basis": fake("basis", {}),
+                  "T_miiii (λ = 0)": fake("miiii", {2: 300, 3: 500}, lamb=0.0),
+                  "T_miiii (dropout 0)": fake("miiii", {2: 300, 3: 500}, dropout=0.0)}
+
+    def statuses(changed=None, seeds=3):
+        make = paper_runs | (changed or {})
+        runs = {label: f() for label, f in make.items()}
+        tables = {label: generalisation_table(r, params.generalised_at) for label, r in runs.items()}
+        more = {s: {label: f() for label, f in make.items()} for s in range(1, seeds)}
+        record = Claims(tmp_path, strict=False, notebook=NAME)
+        check_claims(runs, tables, replace(params, extra_seeds=tuple(more)), record, more)
+        return {c.id: c.status for c in record.claims}
+
+    got = statuses()
+    assert {k: v for k, v in got.items() if v != "holds"} == {}, got
+    compared = ["mi-small-primes-first", "mi-masked-next-primes", "mi-grokfast-needed",
+                "mi-dropout-needed", "mi-basis-memorises", "mi-miiii-slower-than-nanda"]
+    # the same runs on one seed: no comparison shows
+    one = statuses(seeds=1)
+    assert all(one[c] == "not shown" for c in compared), one
+    # where the paper is wrong
+    wrong = {"T_miiii": fake("miiii", order | {3: 100, 2: 300}),
+             "T_masked": fake("masked", {23: 300, 11: 500, 13: 500, 17: 500, 19: 500}),
+             "T_miiii (dropout 0)": fake("miiii", order, dropout=0.0),
+             "T_nanda": fake("nanda", {29: 1000})}
+    assert statuses({"T_miiii": wrong["T_miiii"]})["mi-small-primes-first"] == "fails"
+    assert statuses({"T_masked": wrong["T_masked"]})["mi-masked-next-primes"] == "fails"
+    assert statuses({"T_miiii (dropout 0)": wrong["T_miiii (dropout 0)"]})["mi-dropout-needed"] == "fails"
+    assert statuses({"T_basis": fake("basis", {}, periodic=True)})[
+        "mi-basis-memorises"] == "not shown"  # as periodic as T_miiii: a tie
+    assert statuses({"T_basis": fake("basis", {2: 100})})["mi-basis-memorises"] == "fails"
+    # T_miiii behind λ = 0 on every seed: grokfast goes against the paper
+    behind = {"T_miiii": fake("miiii", order | {13: None}), "T_miiii (λ = 0)": fake("miiii", order, 0.0)}
+    assert statuses(behind)["mi-grokfast-needed"] == "fails"
+    # no difference: not shown
+    same = {"T_miiii (λ = 0)": paper_runs["T_miiii"]}
+    assert statuses(same)["mi-grokfast-needed"] == "not shown"
+    # T_nanda generalises last on every seed: fails; a head of T_miiii never: not shown (budget)
+    early = fake("miiii", {q: 500 for q in order})
+    assert statuses({"T_nanda": wrong["T_nanda"], "T_miiii": early})["mi-miiii-slower-than-nanda"] == "fails"
+    assert statuses({"T_miiii": fake("miiii", order | {13: None})})[
+        "mi-miiii-slower-than-nanda"] == "not shown"
 
 
 def test_the_small_primes_and_masked_claims_read_the_order_heads_generalised_in(tmp_path):

@@ -16,7 +16,7 @@ import pandas as pd
 from rt_lib import fourier
 from rt_lib.claims import Claims
 from rt_lib.experiments.miiii_training import NAME as TRAINING
-from rt_lib.experiments.miiii_training import (MiiiiParams, MiiiiRun, smoke_train_params,
+from rt_lib.experiments.miiii_training import (MiiiiParams, MiiiiRun, run, smoke_train_params,
                                                training_params)
 from rt_lib.experiment import Experiment
 from rt_lib.params import Params
@@ -103,47 +103,72 @@ def embedding_table(runs: dict[str, MiiiiRun], p: int,
     return pd.DataFrame(rows)
 
 
-def check_claims(table: pd.DataFrame, params: EmbeddingParams, claims: Claims) -> None:
+def seed_tables(params: EmbeddingParams) -> list[pd.DataFrame]:
+    """:func:`embedding_table` of notebook 11's runs on each of its ``extra_seeds`` (none: []),
+    for the claims that compare runs on three seeds a side."""
+    training = params.training()
+    return [embedding_table({r.variant: r for r in run(training, seed=seed).values()},
+                            training.p, params.fractions, params.pos_dims)
+            for seed in training.extra_seeds]
+
+
+def check_claims(table: pd.DataFrame, params: EmbeddingParams, claims: Claims,
+                 seeds: list[pd.DataFrame] | None = None) -> None:
     """Record notebook 12's claims from :func:`embedding_table`'s ``table``.  Every one compares
     runs, so every one needs them trained for the same epochs (an unequal budget is not shown)
-    and a margin: the positional correlations against the spread of r between random vectors
-    (an independent noise model), the singular values and spectra against three seeds a side
-    (one run per variant here is not shown, whatever the difference)."""
+    and a margin: with one seed, the positional correlations against the spread of r between
+    random vectors (an independent noise model), the singular values and spectra not shown
+    whatever the difference; with ``seeds`` (the same table on further seeds:
+    :func:`seed_tables`), every comparison run against run, three seeds a side."""
     row = table.set_index("task")
+    rows = [row] + [t.set_index("task") for t in seeds or []]
     first, every_dim = pos_columns(params.pos_dims)
     d_model = params.training().d_model
-    epochs = row["epochs"].astype(int)
+
+    def values(task: str, column: str) -> list[float]:
+        """``task``'s ``column`` on every seed."""
+        return [float(r.loc[task, column]) for r in rows]
+
+    def shown(task: str, column: str, digits: str) -> str:
+        got = [format(v, digits) for v in values(task, column)]
+        return got[0] if len(got) == 1 else "[" + ", ".join(got) + "]"
 
     def same_budget(*tasks: str) -> Verdict:
-        got = {t: int(epochs[t]) for t in tasks}
-        if len(set(got.values())) == 1:
-            return Verdict(HOLDS, f"all at {next(iter(got.values())):,} epochs")
-        return Verdict(NOT_SHOWN, "unequal epochs: " + ", ".join(f"{t} {e:,}" for t, e in got.items()),
-                       BUDGET)
+        got = {t: sorted({int(e) for e in values(t, "epochs")}) for t in tasks}
+        if len({e for es in got.values() for e in es}) == 1:
+            return Verdict(HOLDS, f"all at {next(iter(got.values()))[0]:,} epochs")
+        return Verdict(NOT_SHOWN, "unequal epochs: " + ", ".join(
+            f"{t} {', '.join(f'{e:,}' for e in es)}" for t, es in got.items()), BUDGET)
 
     # Two independent r's differ by more than 2 sigma of their difference (sqrt 2 x the noise of
-    # one) with probability ~5 %: below that, the ordering could be the initialisation's.
+    # one) with probability ~5 %: below that, the ordering could be the initialisation's.  With
+    # three seeds a side the seeds' own spread decides (run against run).
+    several = len(rows) > 1
     for id, dims, column, own in (("mi-pos-correlation", params.pos_dims, first, False),
                                   ("nanda-positions-more-alike-all-dims", d_model, every_dim, True)):
         gap = float(row.loc["T_nanda", column] - row.loc["T_miiii", column])
         noise = np.sqrt(2) * fourier.correlation_noise(dims)
         source = f"r of random vectors in {dims} dims"
-        parts = [same_budget("T_nanda", "T_miiii"), beyond_noise(gap, noise, source)]
+        apart = (larger(values("T_nanda", column), values("T_miiii", column)) if several
+                 else beyond_noise(gap, noise, source))
+        parts = [same_budget("T_nanda", "T_miiii"), apart]
         measured = (f"Pearson r of the two positional embeddings over {dims} dims: T_nanda "
-                    f"{row.loc['T_nanda', column]:+.2f}, T_miiii {row.loc['T_miiii', column]:+.2f}")
+                    f"{shown('T_nanda', column, '+.2f')}, T_miiii {shown('T_miiii', column, '+.2f')}")
         if not own:
             # The paper ties the anti-correlation to the modulo: T_basis (the same digits, labels
             # shuffled) is the control, and T_miiii's r must lie below it too.  One seed a side:
             # random vectors' spread stands in for the seeds', which is not measured.
             if "T_basis" in row.index:
-                measured += f", T_basis {row.loc['T_basis', column]:+.2f}"
+                measured += f", T_basis {shown('T_basis', column, '+.2f')}"
                 parts += [same_budget("T_miiii", "T_basis"),
-                          beyond_noise(float(row.loc["T_basis", column] - row.loc["T_miiii", column]),
-                                       noise, source + ", T_basis against T_miiii")]
+                          larger(values("T_basis", column), values("T_miiii", column)) if several
+                          else beyond_noise(float(row.loc["T_basis", column] - row.loc["T_miiii", column]),
+                                            noise, source + ", T_basis against T_miiii")]
             else:
                 parts.append(Verdict(NOT_SHOWN, "no T_basis run: nothing to control for", RUNS))
-            parts.append(Verdict(NOT_SHOWN, "one seed a side: the spread of r over seeds is not "
-                                            "measured", RUNS))
+            if not several:
+                parts.append(Verdict(NOT_SHOWN, "one seed a side: the spread of r over seeds is "
+                                                "not measured", RUNS))
         verdict = every(parts)
         if own:
             claims.ours(id, "over all of the model's dimensions, T_nanda's positional embeddings "
@@ -152,17 +177,17 @@ def check_claims(table: pd.DataFrame, params: EmbeddingParams, claims: Claims) -
         else:
             claims.check(id, measured + " (the authors' figure shows the first 37)", verdict,
                          scale="p = 113, d 256 (the paper profile)")
-    top3 = row["top-3 frequencies' power share"]
+    top3 = "top-3 frequencies' power share"
     claims.check("mi-we-spectrum", "top-3 frequency share of W_E: " + ", ".join(
-        f"{k} {v:.2f}" for k, v in top3.items()),
+        f"{k} {shown(k, top3, '.2f')}" for k in row.index),
         every([same_budget("T_nanda", "T_miiii", "T_basis"),
-               larger([top3["T_nanda"]], [top3["T_miiii"]]),
-               larger([top3["T_miiii"]], [top3["T_basis"]])]),
+               larger(values("T_nanda", top3), values("T_miiii", top3)),
+               larger(values("T_miiii", top3), values("T_basis", top3))]),
         scale="p = 113, every variant at 65,536 epochs (the paper profile)")
     n90 = f"{params.fractions[-1]:.0%} of sum of s"
     claims.check("mi-we-svd-diffuse", f"singular values of W_E to {n90}: T_miiii "
-                 f"{row.loc['T_miiii', n90]}, T_nanda {row.loc['T_nanda', n90]}",
+                 f"{shown('T_miiii', n90, 'g')}, T_nanda {shown('T_nanda', n90, 'g')}",
                  every([same_budget("T_nanda", "T_miiii"),
-                        larger([row.loc["T_miiii", n90]], [row.loc["T_nanda", n90]])]),
+                        larger(values("T_miiii", n90), values("T_nanda", n90))]),
                  scale="p = 113, every variant at 65,536 epochs (the paper profile)")
     claims.done()

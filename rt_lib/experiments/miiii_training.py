@@ -113,12 +113,18 @@ class MiiiiParams(Params):
                                        "n_snapshots": 2}
     trainable: str = "all"  # "embeddings": the random transformer of Zhong & Andreas (notebook 15)
     seed: int = 0
+    # The claims that compare runs need three seeds a side (DEVELOPERS.md, "Margins, not ties"):
+    # every run is trained again on each of these seeds for the claims alone; the tables, the
+    # figures and notebooks 12, 13 and 15 read `seed`'s runs.  The CPU profile affords one seed
+    # (its claims say which need three); the paper profile trains seeds 1 and 2 as well.
+    extra_seeds: tuple[int, ...] = ()  # further seeds of every run, for the claims
     threads: int | None = None  # torch threads (None: $RT_THREADS or 1)
     device: str = "auto"
 
     #: fields that do not change what a run computes: not part of a run's key or folder
     NOT_IN_RUN: ClassVar[tuple[str, ...]] = ("variants", "lambda_zero", "dropout_zero", "threads",
                                               "generalised_at", "full_epoch_variants",
+                                              "extra_seeds",
                                               # in the λ = 0 run's key as its lr and weight decay
                                               "lambda_zero_lr", "lambda_zero_weight_decay")
 
@@ -147,6 +153,11 @@ class MiiiiParams(Params):
         for v in self.variants:  # builds each task once: checks split, fraction, combine
             self.task(v)
         self.train_config(self.grokfast_lambda, None)  # checks lr, epochs, ...
+        seeds = self.extra_seeds
+        if (not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)
+                or len(set(seeds)) != len(seeds) or self.seed in seeds):
+            raise ValueError(f"extra_seeds must be distinct non-negative integers other than seed "
+                             f"({self.seed}), got {list(seeds)!r}")
         lr0, wd0 = self.lambda_zero_lr, self.lambda_zero_weight_decay
         if lr0 is not None and (not isinstance(lr0, (int, float)) or lr0 <= 0):
             raise ValueError(f"lambda_zero_lr must be a positive number or None, got {lr0!r}")
@@ -251,7 +262,7 @@ def step_shapes(params: MiiiiParams) -> list:
     epochs = sum(own.epochs_for(v, lamb) for v, lamb, own in todo) / len(todo)
     return [StepShape(f"T_miiii d={params.d_model}", params.model_config(task), task, None,
                       params.train_config(params.grokfast_lambda, None), steps=round(epochs),
-                      runs=len(todo))]
+                      runs=len(todo) * (1 + len(params.extra_seeds)))]
 
 
 EXPERIMENT = Experiment(
@@ -332,19 +343,22 @@ def runs_folder(params: MiiiiParams) -> Path:
     return results_root() / folder_name(NAME, changes)
 
 
-def run(params: MiiiiParams, name: str = NAME) -> dict[str, MiiiiRun]:
+def run(params: MiiiiParams, name: str = NAME, seed: int | None = None) -> dict[str, MiiiiRun]:
     """{label: run}: train (or resume, or reuse) every run; weights and snapshots under
     ``<notebook 11's runs folder>/runs`` (:func:`runs_folder`), or ``results/<name>/runs`` for
-    another notebook's own runs.
+    another notebook's own runs.  ``seed``: the runs of one of ``params.extra_seeds`` instead
+    (:func:`seed_runs`), kept beside the others (the seed is in each run's key).
 
     A run whose folder holds a finished checkpoint is loaded, not retrained: notebooks 12, 13 and
     15 reuse notebook 11's runs by asking for the same settings."""
     out = {}
     store = runs_folder(params) if name == NAME else results_dir(name)
+    these = params if seed is None else replace(params, seed=seed, extra_seeds=())
     todo = [(variant, lamb, own, store / "runs" / own.run_key(variant, lamb),
              f"T_{variant} λ={lamb:g}" + (f" dropout {own.dropout:g}"
-                                           if own.dropout != params.dropout else ""))
-            for variant, lamb, own in runs_to_do(params)]
+                                           if own.dropout != params.dropout else "")
+             + (f" seed {seed}" if seed is not None else ""))
+            for variant, lamb, own in runs_to_do(these)]
     executor = current_executor()
     unfinished = [t for t in todo if not _finished(t[3])] if executor.kind != "inline" else []
     if unfinished:
@@ -367,6 +381,12 @@ def run(params: MiiiiParams, name: str = NAME) -> dict[str, MiiiiRun]:
                      dropout=own.dropout if own.dropout != params.dropout else None)
         out[r.label] = r
     return out
+
+
+def seed_runs(params: MiiiiParams) -> dict[int, dict[str, MiiiiRun]]:
+    """{seed: {label: run}} for each of ``params.extra_seeds`` (none: {}): every run of
+    :func:`run` again on that seed, for the claims that need three seeds a side."""
+    return {seed: run(params, seed=seed) for seed in params.extra_seeds}
 
 
 def train_run(own: MiiiiParams, variant: str, lamb: float, folder: str, desc: str) -> None:
@@ -597,6 +617,12 @@ def _apart(params: MiiiiParams, a: float, b: float, run_a: str, run_b: str, epoc
 TOGETHER = 1.5
 
 
+def _values(values: list[float], digits: int = 3) -> str:
+    """One value as a number, several as a list (one per seed)."""
+    texts = [f"{v:.{digits}f}" for v in values]
+    return texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
+
+
 def rest_together(table: pd.DataFrame, last_epoch: int) -> tuple[str, Verdict]:
     """``mi-rest-grok-together`` on one run's :func:`generalisation_table`: (what was measured,
     the verdict).  Not shown (budget) while a head above 7 has not generalised by the run's end;
@@ -626,10 +652,43 @@ def slower_than_nanda(tables: dict[str, pd.DataFrame], last_epoch: int) -> tuple
                                     "seed, and no seed noise of it is measured", RUNS)
 
 
+def slower_than_nanda_seeds(miiii: list[pd.DataFrame], nanda: list[pd.DataFrame],
+                            last_epoch: int) -> tuple[str, Verdict]:
+    """``mi-miiii-slower-than-nanda`` on several seeds (one :func:`generalisation_table` per seed
+    a side): the epoch T_miiii's last head generalised against the epoch T_nanda did, run against
+    run; not shown (budget) while a run has a head that never generalised."""
+    def last(t: pd.DataFrame) -> float | None:
+        return float(t["valid epoch"].max()) if t["valid epoch"].notna().all() else None
+
+    a, b = [last(t) for t in miiii], [last(t) for t in nanda]
+    text = (f"the epoch T_miiii's last head generalised {a}, T_nanda's {b} (by epoch "
+            f"{last_epoch:,}; None: not by then)")
+    if None in a + b:
+        return text, Verdict(NOT_SHOWN, "a run ended before every head generalised", BUDGET)
+    return text, larger(a, b)
+
+
 def check_claims(runs: dict[str, MiiiiRun], tables: dict[str, pd.DataFrame],
-                 params: MiiiiParams, claims: Claims) -> None:
+                 params: MiiiiParams, claims: Claims,
+                 seeds: dict[int, dict[str, MiiiiRun]] | None = None) -> None:
     """Record notebook 11's ledger claims (Syrkis & Søgaard 2024) for the runs trained; a claim
-    whose run is not among them is recorded as not checked, saying which run it needs."""
+    whose run is not among them is recorded as not checked, saying which run it needs.
+
+    ``seeds``: the same runs on further seeds (:func:`seed_runs`).  With three seeds a side the
+    comparisons are run against run (:mod:`rt_lib.verdicts`); with one they are judged against
+    the seed noise measured by benchmarks/miiii_budgets.py, where it was measured."""
+    def each(label: str) -> list[MiiiiRun]:
+        """``label``'s run on every seed, ``params.seed`` first."""
+        return [runs[label]] + [more[label] for more in (seeds or {}).values() if label in more]
+
+    def table(r: MiiiiRun) -> pd.DataFrame:
+        """The generalisation table of ``r``: the one given for ``params.seed``'s runs."""
+        label = next((k for k, v in runs.items() if v is r), None)
+        return tables[label] if label in tables else generalisation_table(r, params.generalised_at)
+
+    def on(rs: list[MiiiiRun]) -> str:
+        return f" on {len(rs)} seeds" if len(rs) > 1 else ""
+
     main = runs["T_miiii"]
     h = main.result.history
     last_epoch = int(h["step"].iloc[-1])
@@ -649,16 +708,22 @@ def check_claims(runs: dict[str, MiiiiRun], tables: dict[str, pd.DataFrame],
                               and final - at_saturation >= 0.3,
                               "validation < 0.6 when train saturates, then +0.3 or more"),
                  scale="10,000 epochs or more at p = 37 (--set epochs=10000), or the paper profile")
-    # the paper's order, 2, 3, 5, 7 before every other head, on this run's one seed
+    # the paper's order, 2, 3, 5, 7 before every other head, on every seed
     small = [q for q in SMALL_PRIMES if q in main.task.qs]
-    claims.check("mi-small-primes-first", "T_miiii, the epoch each head generalised",
-                 first_in_order([generalised_at(tables["T_miiii"])], small),
+    claims.check("mi-small-primes-first", "T_miiii, the epoch each head generalised"
+                 + on(each("T_miiii")),
+                 first_in_order([generalised_at(table(r)) for r in each("T_miiii")], small),
                  scale="2, 3, 5 and 7 generalised on three seeds (the paper profile's 65,536 "
                        "epochs at p = 113, three seeds)")
     measured, verdict = rest_together(tables["T_miiii"], last_epoch)
     claims.check("mi-rest-grok-together", measured, verdict,
                  scale="p = 113, 65,536 epochs (the paper profile)")
-    if "T_nanda" in runs:
+    if "T_nanda" in runs and len(each("T_nanda")) > 1:
+        measured, verdict = slower_than_nanda_seeds(
+            [table(r) for r in each("T_miiii")], [table(r) for r in each("T_nanda")], last_epoch)
+        claims.check("mi-miiii-slower-than-nanda", measured, verdict,
+                     scale="three seeds of T_miiii and T_nanda at equal epochs")
+    elif "T_nanda" in runs:
         measured, verdict = slower_than_nanda(tables, last_epoch)
         claims.check("mi-miiii-slower-than-nanda", measured, verdict,
                      scale="three seeds of T_miiii and T_nanda at equal epochs")
@@ -679,21 +744,33 @@ def check_claims(runs: dict[str, MiiiiRun], tables: dict[str, pd.DataFrame],
         fits = (bool_verdict(True, f"λ = 0 fits its training set ({fit:.3f})") if fit >= FITS
                 else Verdict(NOT_SHOWN, f"the λ = 0 run does not fit its training set (train "
                                         f"{fit:.3f} < {FITS:g})", BUDGET))
-        claims.check("mi-grokfast-needed", f"epoch {at}: validation accuracy {with_gf:.3f} with "
-                     f"grokfast, {without:.3f} without ({heads} of {len(slow.task.qs)} heads "
+        if len(each("T_miiii (λ = 0)")) > 1:  # run against run, every λ = 0 seed fitting
+            with_gf_all = [valid_at(r, at) for r in each("T_miiii")]
+            without_all = [valid_at(r, at) for r in each("T_miiii (λ = 0)")]
+            fit = min(float(r.result.history["train_acc"].iloc[-1]) for r in each("T_miiii (λ = 0)"))
+            fits = (bool_verdict(True, f"λ = 0 fits its training set on every seed (>= {fit:.3f})")
+                    if fit >= FITS else Verdict(NOT_SHOWN, f"a λ = 0 run does not fit its training "
+                                                           f"set (train {fit:.3f} < {FITS:g})", BUDGET))
+            apart = larger(with_gf_all, without_all)
+            with_gf_text, without_text = _values(with_gf_all), _values(without_all)
+        else:
+            apart = _apart(params, with_gf, without, "T_miiii", "T_miiii λ=0", at, own)
+            with_gf_text, without_text = f"{with_gf:.3f}", f"{without:.3f}"
+        claims.check("mi-grokfast-needed", f"epoch {at}: validation accuracy {with_gf_text} with "
+                     f"grokfast, {without_text} without ({heads} of {len(slow.task.qs)} heads "
                      f"generalised without; λ = 0 at {recipe})",
-                     every([fits, _apart(params, with_gf, without, "T_miiii", "T_miiii λ=0", at, own)]),
+                     every([fits, apart]),
                      scale="T_miiii and λ = 0 at equal epochs on three seeds (benchmarks/miiii_budgets.py)")
     else:
         claims.not_checked("mi-grokfast-needed", "no λ = 0 run here (lambda_zero)")
     following = [q for q in NEXT_PRIMES if q in main.task.qs]
     if "T_masked" in runs and following:
         # 11, 13, 17, 19 (in any order) before every other head whose loss is not masked
-        reached = {q: e for q, e in generalised_at(tables["T_masked"]).items()
-                   if q not in MASKED_PRIMES}
-        verdict = first_in_order([reached], following, ordered=False)
-        claims.check("mi-masked-next-primes", "T_masked, the epoch each head generalised",
-                     verdict,
+        reached = [{q: e for q, e in generalised_at(table(r)).items() if q not in MASKED_PRIMES}
+                   for r in each("T_masked")]
+        verdict = first_in_order(reached, following, ordered=False)
+        claims.check("mi-masked-next-primes", "T_masked, the epoch each head generalised"
+                     + on(each("T_masked")), verdict,
                      scale="11, 13, 17 and 19 generalised on three seeds of T_masked (the paper "
                            "profile's 65,536 epochs at p = 113, three seeds)")
     elif "T_masked" in runs:
@@ -712,17 +789,24 @@ def check_claims(runs: dict[str, MiiiiRun], tables: dict[str, pd.DataFrame],
         # Validation at chance is guaranteed by the shuffled labels; the paper's claim is that
         # T_basis's embedding shows no periodicity where T_miiii's does (Fig. 13): the share
         # of W_E's power in its 3 strongest frequencies, T_miiii's above T_basis's.
-        share = {label: fourier.top_frequency_share(
-                     fourier.token_embedding(runs[label].result.model, params.p))
+        share = {label: [fourier.top_frequency_share(
+                     fourier.token_embedding(r.result.model, params.p)) for r in each(label)]
                  for label in ("T_miiii", "T_basis")}
+        # every T_basis seed fits its training set and stays at chance on validation
+        chance = [bool_verdict(last["train_acc"] >= FITS and abs(excess) <= noise,
+                               f"train >= {FITS:g}, validation within {noise:.3f} of chance "
+                               "(3 standard errors)")]
+        for other in each("T_basis")[1:]:
+            end = other.result.history.iloc[-1]
+            gap = float(np.mean([end[f"valid_acc_q{q}"] - 1 / q for q in other.task.qs]))
+            chance.append(bool_verdict(end["train_acc"] >= FITS and abs(gap) <= noise,
+                                       f"another seed: train {end['train_acc']:.3f}, validation "
+                                       f"{gap:+.3f} over chance"))
+        shares = ", ".join(f"{label} {_values(v, 2)}" for label, v in share.items())
         claims.check("mi-basis-memorises", f"T_basis, epoch {int(last['step'])}: train accuracy "
                      f"{last['train_acc']:.3f}, validation {excess:+.3f} over chance; top-3 "
-                     f"frequency share of W_E: T_miiii {share['T_miiii']:.2f}, T_basis "
-                     f"{share['T_basis']:.2f}",
-                     every([bool_verdict(last["train_acc"] >= FITS and abs(excess) <= noise,
-                                         f"train >= {FITS:g}, validation within {noise:.3f} of "
-                                         "chance (3 standard errors)"),
-                            larger([share["T_miiii"]], [share["T_basis"]])]),
+                     f"frequency share of W_E: {shares}",
+                     every([*chance, larger(share["T_miiii"], share["T_basis"])]),
                      scale="three seeds of T_miiii and T_basis at equal epochs")
     else:
         claims.not_checked("mi-basis-memorises", "no T_basis run here (variants)")
@@ -732,29 +816,45 @@ def check_claims(runs: dict[str, MiiiiRun], tables: dict[str, pd.DataFrame],
         last = plain.result.history.iloc[-1]
         at = int(last["step"])
         with_dropout = valid_at(main, at)
-        table = tables["T_miiii"]
-        with_heads = sorted(int(q) for q, e in zip(table["q"], table["valid epoch"])
-                            if pd.notna(e) and e <= at)
-        # the paper's claim (no head but 2, 3 generalises without dropout) and that dropout is
-        # what makes the difference: T_miiii ahead at the same epoch, beyond the seed noise
+
+        def heads_by(r: MiiiiRun) -> list[int]:
+            """The heads of ``r`` generalised by epoch ``at``."""
+            t = table(r)
+            return sorted(int(q) for q, e in zip(t["q"], t["valid epoch"]) if pd.notna(e) and e <= at)
+
+        with_heads = heads_by(main)
         # The paper: without dropout no head but 2 and 3 generalises, where with dropout they
-        # all do.  While with dropout too only 2 and 3 have, the runs cannot tell them apart.
-        # Which heads have generalised by a fixed epoch moves with the seed, and with the
-        # rounding of another CPU (benchmarks/platform_claims.py: head 5 by epoch 4,000 on one
-        # kernel path, not on the recording's): one seed a side never tells the runs apart,
-        # whichever heads it reached (the same reason either way, so that it cannot flip).
+        # all do; dropout makes the difference when T_miiii is ahead at the same epoch.  While
+        # with dropout too only 2 and 3 have, the runs cannot tell them apart.  Which heads have
+        # generalised by a fixed epoch moves with the seed, and with the rounding of another CPU
+        # (benchmarks/platform_claims.py: head 5 by epoch 4,000 on one kernel path, not on the
+        # recording's): one seed a side never tells the runs apart, whichever heads it reached
+        # (the same reason either way, so that it cannot flip).
         beyond = [q for q in with_heads if q not in (2, 3)]
-        told_apart = Verdict(NOT_SHOWN, (f"with dropout {beyond} beyond 2 and 3" if beyond else
-                                         "with dropout too no head but 2 and 3 generalised")
-                             + ", on one seed a side: fewer than 3", RUNS)
+        plains, mains = each("T_miiii (dropout 0)"), each("T_miiii")
+        if len(plains) > 1:  # run against run: every seed's heads, and the accuracies apart
+            without_heads = [heads_by(r) for r in plains]
+            reached = [[q for q in heads_by(r) if q not in (2, 3)] for r in mains]
+            told_apart = (bool_verdict(True, f"with dropout beyond 2 and 3 on every seed: {reached}")
+                          if all(reached) else
+                          Verdict(NOT_SHOWN, f"with dropout beyond 2 and 3: {reached}, not on every "
+                                             f"seed by epoch {at}", BUDGET))
+            none_but = bool_verdict(all(set(h) <= {2, 3} for h in without_heads),
+                                    f"none but 2 and 3 without dropout on every seed: {without_heads}")
+            apart = larger([valid_at(r, at) for r in mains],
+                           [float(r.result.history["valid_acc"].iloc[-1]) for r in plains])
+        else:
+            told_apart = Verdict(NOT_SHOWN, (f"with dropout {beyond} beyond 2 and 3" if beyond else
+                                             "with dropout too no head but 2 and 3 generalised")
+                                 + ", on one seed a side: fewer than 3", RUNS)
+            none_but = bool_verdict(set(generalised) <= {2, 3}, "none but 2 and 3 without dropout")
+            apart = _apart(params, with_dropout, float(last["valid_acc"]), "T_miiii",
+                           "T_miiii dropout 0", at)
         claims.check("mi-dropout-needed", f"dropout 0, epoch {at}: train accuracy "
                      f"{last['train_acc']:.3f}, validation {float(last['valid_acc']):.3f}, heads "
                      f"generalised {generalised or 'none'}; with dropout {with_dropout:.3f}, heads "
-                     f"{with_heads or 'none'}",
-                     every([bool_verdict(set(generalised) <= {2, 3}, "none but 2 and 3 without dropout"),
-                            told_apart,
-                            _apart(params, with_dropout, float(last["valid_acc"]), "T_miiii",
-                                   "T_miiii dropout 0", at)]),
+                     f"{with_heads or 'none'}" + on(plains),
+                     every([none_but, told_apart, apart]),
                      scale="T_miiii and dropout 0 at equal epochs on three seeds (benchmarks/miiii_budgets.py)")
     else:
         claims.not_checked("mi-dropout-needed", "no dropout-0 run here (dropout_zero): measured "
