@@ -296,6 +296,8 @@ def test_at_the_paper_profiles_settings_notebook_11s_claims_can_hold_and_fail(tm
     (job,) = runner.plan("paper", ["11"], {})
     paper = MiiiiParams(**job.parameters)
     assert len(paper.extra_seeds) >= 2  # three seeds a side
+    # the smoke run trains one further seed: the same path, in a third fewer runs
+    assert MiiiiParams.smoke_config(job.parameters)["extra_seeds"] == list(paper.extra_seeds[:1])
     params = replace(paper, p=29, train_fraction=0.5)  # heads 2, ..., 23: four above 7
 
     def fake(variant, generalise_at, lamb=0.5, **kw):
