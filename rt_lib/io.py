@@ -35,6 +35,19 @@ def results_root() -> Path:
 
 RESUME = "resume"  # results/<name>/resume/<run key>/: mid-run checkpoints of an unfinished run
 
+NOTEBOOKS = PROJECT_ROOT / "notebooks"  # $RT_NOTEBOOKS: another folder of numbered notebooks
+
+
+def notebooks_dir() -> Path:
+    """The folder of the numbered notebooks: ``$RT_NOTEBOOKS``, else ``notebooks/`` beside the
+    package."""
+    return Path(os.environ.get("RT_NOTEBOOKS", NOTEBOOKS))
+
+
+def available_notebooks() -> dict[str, Path]:
+    """{name: path} of the numbered notebooks (``NN_name.ipynb``), in their order."""
+    return {p.stem: p for p in sorted(notebooks_dir().glob("[0-9][0-9]_*.ipynb"))}
+
 
 # name -> results folder set in this process (use_folder), over the run context's folders.
 _folders: dict[str, str] = {}

@@ -47,7 +47,7 @@ def kept_rows(profile: str, evidence_root: Path | None = None
               ) -> list[tuple[str, str, str, str, str, str]]:
     """(id, notebook, status, ours or paper, measured / why, job) per claim the kept runs of
     ``profile`` recorded, each from the latest job that recorded it; ledger order, then ours."""
-    from rt_lib.pipeline.evidence import kept_runs, oldest_first
+    from rt_lib.site.evidence import kept_runs, oldest_first
 
     latest: dict[str, tuple[str, object, str]] = {}
     jobs = oldest_first(r for r in kept_runs(evidence_root) if r.profile == profile)

@@ -13,7 +13,7 @@
 # network; says which GPU torch sees; runs the chunk (python3 -m rt_lib.pipeline --profile gpu);
 # keeps its evidence with its provenance (the commit from .gpu_bundle/COMMIT: .git may not
 # travel); and leaves at most 8 files in $OUT (else gpu_out/): gpu_run.log, evidence.tgz
-# (import it with python -m rt_lib.pipeline.evidence import) and checkpoints.tgz.NN (parts of at
+# (import it with python -m rt_lib.site.evidence import) and checkpoints.tgz.NN (parts of at
 # most 15 MiB: the run's results folder, for --resume; a finished run's without its model files
 # when those would not come back; RT_GPU_FILES: how many files do).  The run itself goes to gpu_results/ (the
 # same path in every job, so that a resumed run finds the paths it started with), removed at the
@@ -98,10 +98,10 @@ set -e
 # (an if, not `$( [ $smoke = 1 ] && echo ...)`: under set -e that assignment fails without --smoke)
 if [ $smoke = 1 ]; then command="scripts/gpu_run.sh --smoke $only"; else command="scripts/gpu_run.sh $only"; fi
 if [ $rc = 0 ]; then
-  python3 -m rt_lib.pipeline.evidence keep --profile "$profile" --evidence-dir "$work/evidence" \
+  python3 -m rt_lib.site.evidence keep --profile "$profile" --evidence-dir "$work/evidence" \
     --command "$command"
   tar -czf "$out/evidence.tgz" -C "$work/evidence" .
-  echo "gpu_run: evidence packed: $out/evidence.tgz (python -m rt_lib.pipeline.evidence import it)"
+  echo "gpu_run: evidence packed: $out/evidence.tgz (python -m rt_lib.site.evidence import it)"
 elif [ $rc = 124 ]; then
   echo "gpu_run: cut by the deadline ($minutes minutes): go on with --resume $out/checkpoints.tgz.00"
 else

@@ -16,7 +16,7 @@ import json
 import sys
 
 from rt_lib.io import atomic_write_text
-from rt_lib.pipeline.plan import available_notebooks
+from rt_lib.io import available_notebooks
 from rt_lib.pipeline.registry import registry
 
 

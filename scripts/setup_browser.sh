@@ -3,7 +3,7 @@
 # the system chromium, so no browser is downloaded.  Installs it where it can (root + apt-get);
 # anywhere else it says so and the browser test is skipped with that reason.  Never fatal.
 set -uo pipefail
-# where rt_lib.pipeline.site.chromium() looks: $RT_CHROMIUM, else chromium on the PATH
+# where rt_lib.site.pages.chromium() looks: $RT_CHROMIUM, else chromium on the PATH
 if { [ -n "${RT_CHROMIUM:-}" ] && [ -x "$RT_CHROMIUM" ]; } || command -v chromium >/dev/null; then
   exit 0
 fi

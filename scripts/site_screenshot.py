@@ -3,7 +3,7 @@
     .venv/bin/python scripts/site_screenshot.py results/site/index.html docs/site_claims.png
 
 Every full CPU-profile run of ./run_all.sh redraws docs/site_claims.png itself
-(:func:`rt_lib.pipeline.site.picture`); this draws any site's, e.g. another profile's.
+(:func:`rt_lib.site.pages.picture`); this draws any site's, e.g. another profile's.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rt_lib.pipeline.site import picture
+from rt_lib.site.pages import picture
 
 
 def main() -> None:

@@ -3,9 +3,9 @@ browser download):
 
 - notebook 13's neuron explorer in JupyterLab, the notebook run with a tiny training profile
   injected by papermill: moving the neuron slider must change the rendered image;
-- the companion site (rt_lib.pipeline.site) built from the committed notebooks: it opens with no console
+- the companion site (rt_lib.site.pages) built from the committed notebooks: it opens with no console
   error and no request outside its folder, every page shows every figure of its notebook, and
-  the kernel-free explorers (rt_lib.frames) of notebooks 01, 02 and 13 change their picture when
+  the kernel-free explorers (rt_lib.site.static_explorers) of notebooks 01, 02 and 13 change their picture when
   a slider moves, and the formulas of a page are typeset by the site's own MathJax copy.
 
 Where Chromium is absent these tests are skipped with the reason in the summary (``run_tests.sh``
@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from rt_lib.pipeline.plan import available_notebooks
-from rt_lib.pipeline.site import CHROMIUM_ARGS, build_site, chromium
+from rt_lib.io import available_notebooks
+from rt_lib.site.pages import CHROMIUM_ARGS, build_site, chromium
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = chromium()  # $RT_CHROMIUM, else chromium on the PATH; None: none here
@@ -336,13 +336,13 @@ def test_a_pages_formulas_are_typeset_by_the_sites_own_mathjax_with_nothing_fetc
 
 
 def test_the_readmes_picture_is_the_sites_first_screen(site, tmp_path):
-    """rt_lib.pipeline.site.picture (what a full run redraws docs/site_claims.png with): the
+    """rt_lib.site.pages.picture (what a full run redraws docs/site_claims.png with): the
     window's size, in a palette of 64 colours, and that window holds the title and the claims
     table's head (found independently, by their boxes in the same window)."""
     from PIL import Image
     from playwright.sync_api import sync_playwright
 
-    from rt_lib.pipeline.site import picture
+    from rt_lib.site.pages import picture
 
     index, _ = site
     png = picture(index, tmp_path / "claims.png", width=1200, height=800)

@@ -1,4 +1,4 @@
-"""Evidence kept from a finished run (rt_lib.pipeline.evidence) and its columns on the site: a real
+"""Evidence kept from a finished run (rt_lib.site.evidence) and its columns on the site: a real
 paper-profile smoke run of notebook 05 (about half a minute on one core), kept into temporary
 evidence folders."""
 
@@ -20,9 +20,9 @@ import pytest
 import torch
 import yaml
 
-from rt_lib.pipeline import evidence
+from rt_lib.site import evidence
 from rt_lib.io import PROJECT_ROOT, DamagedFileError
-from rt_lib.pipeline.site import NOT_RECORDED, build_site
+from rt_lib.site.pages import NOT_RECORDED, build_site
 
 NAME = "05_memorisation"  # the quickest notebook of the smoke run: a claim, a figure, models
 PROFILE = "paper-smoke"
@@ -114,7 +114,7 @@ def test_the_provenance_records_device_versions_commit_date_wall_times_command(k
 def test_the_commit_a_gpu_job_names_wins_over_a_stale_git_in_its_copy(monkeypatch, tmp_path):
     """A GPU job's copy of the tree may carry an old ``.git``; scripts/gpu_run.sh names the
     bundle's commit in $RT_SOURCE_COMMIT, and that is the commit the manifest records."""
-    from rt_lib.pipeline import manifest
+    from rt_lib import manifest
     stale = tmp_path / "copy"
     subprocess.run(["git", "init", "-q", str(stale)], check=True)
     subprocess.run(["git", "-C", str(stale), "-c", "user.name=x", "-c", "user.email=x@x",

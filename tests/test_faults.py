@@ -19,9 +19,8 @@ import pytest
 import torch
 
 from rt_lib.pipeline import runner
-from rt_lib.pipeline import plan as planning
-from rt_lib.io import CorruptFileError, atomic_save_torch, load_torch
-from rt_lib.pipeline.manifest import Manifest, output_files
+from rt_lib.io import NOTEBOOKS, CorruptFileError, atomic_save_torch, load_torch
+from rt_lib.manifest import Manifest, output_files
 from rt_lib.model import TransformerConfig, build_model
 from rt_lib.tasks import modular_addition
 from rt_lib.train import TrainConfig, train
@@ -418,7 +417,7 @@ def test_a_real_notebook_run_twice_writes_identical_tables(tmp_path):
     # per parameter; at n = 16, width 8 it fails and the notebook stops), small enough for seconds.
     tiny = ["--only", "05", "--set", "n=64", "--set", "widths=[16]", "--set", "steps=150",
             "--set", "eval_every=50", "--set", "warmup_steps=10"]
-    first, second = [_run_all(planning.NOTEBOOKS, tmp_path / run, *tiny) for run in "ab"]
+    first, second = [_run_all(NOTEBOOKS, tmp_path / run, *tiny) for run in "ab"]
     assert first.returncode == 0 and second.returncode == 0, first.stderr[-2000:]
     # an exploration run: its own folder, named after the changes (a hash when they are long)
     (a,) = (tmp_path / "a").glob("05_memorisation+*")

@@ -28,7 +28,7 @@ from matplotlib.figure import Figure
 from rt_lib.pipeline import runner
 from rt_lib.io import (CorruptFileError, DamagedFileError, WriteFailedError, atomic_path, atomic_save_torch,
                        atomic_write_text, load_torch, save_csv, save_figure, use_folder)
-from rt_lib.pipeline.manifest import Manifest
+from rt_lib.manifest import Manifest
 from rt_lib.model import TransformerConfig, build_model
 from rt_lib.tasks import modular_addition
 from rt_lib.train import TrainConfig, train
@@ -599,7 +599,7 @@ def test_run_all_list_shows_a_failed_run_as_failed_whatever_it_recorded(results_
 
 
 def test_the_site_builder_names_a_damaged_claims_file(tmp_path):
-    from rt_lib.pipeline.site import build_site
+    from rt_lib.site.pages import build_site
 
     root = tmp_path / "results"
     (root / "01_quick").mkdir(parents=True)

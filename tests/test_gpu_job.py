@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from rt_lib.io import PROJECT_ROOT
-from rt_lib.pipeline import evidence
+from rt_lib.site import evidence
 
 #: What the project's GPU machines' python3 has (besides the standard library), by distribution.
 MACHINE = ("torch", "numpy", "pandas", "matplotlib", "seaborn", "PyYAML", "scipy", "tqdm",
@@ -122,7 +122,7 @@ def test_a_smoke_job_runs_offline_and_packs_its_evidence(job):
 
 
 def test_its_evidence_imports_and_shows_as_a_column_of_the_site(job, tmp_path):
-    from rt_lib.pipeline import site
+    from rt_lib.site import pages as site
 
     added = evidence.import_packed(job["tmp"] / "out" / "evidence.tgz", tmp_path / "evidence")
     (target,) = added

@@ -124,7 +124,7 @@ def test_the_chunk_listing_names_each_chunks_latest_kept_evidence(tmp_path, monk
     count."""
     import shutil
 
-    from rt_lib.pipeline import evidence
+    from rt_lib.site import evidence
     from rt_lib.pipeline.report import list_runs
 
     (kept,) = (PROJECT_ROOT / "evidence" / "gpu").glob("2026-11-27T1914-h100")

@@ -1,7 +1,8 @@
 """The layers of rt_lib, bottom up: the core (model, tasks, training, analysis, plots, the
 declaration of an experiment, the job runner: rt_lib's top-level modules, rt_lib.tasks and
-rt_lib.jobs) imports nothing from the experiments or the pipeline; the experiments import nothing
-from the pipeline; the pipeline (the command line of ./run_all.sh) sits on top.  The core reads as
+rt_lib.jobs) imports nothing from the site, the experiments or the pipeline; the site (its pages,
+the evidence, the static explorers) and the experiments import nothing from each other or from
+the pipeline; the pipeline (the command line of ./run_all.sh) sits on top.  The core reads as
 a library, usable without ./run_all.sh, and the pipeline can change without touching what a model
 computes or what an experiment runs."""
 
@@ -15,7 +16,7 @@ import pytest
 import rt_lib
 
 ROOT = Path(rt_lib.__file__).parent
-UPPER = ("rt_lib.pipeline", "rt_lib.experiments")
+UPPER = ("rt_lib.pipeline", "rt_lib.experiments", "rt_lib.site")
 
 
 def core_modules() -> list[Path]:
@@ -54,10 +55,18 @@ def test_the_core_imports_nothing_from_the_pipeline_or_the_experiments():
     assert not [line for path in modules for line in upward(path)]
 
 
-def test_the_experiments_import_nothing_from_the_pipeline():
+def test_the_experiments_import_nothing_from_the_pipeline_or_the_site():
     modules = sorted((ROOT / "experiments").glob("*.py"))
     assert len(modules) > 15
-    assert not [line for path in modules for line in upward(path, upper=("rt_lib.pipeline",))]
+    assert not [line for path in modules
+                for line in upward(path, upper=("rt_lib.pipeline", "rt_lib.site"))]
+
+
+def test_the_site_imports_nothing_from_the_pipeline_or_the_experiments():
+    modules = sorted((ROOT / "site").glob("*.py"))
+    assert {"pages.py", "evidence.py", "static_explorers.py"} <= {p.name for p in modules}
+    assert not [line for path in modules
+                for line in upward(path, upper=("rt_lib.pipeline", "rt_lib.experiments"))]
 
 
 @pytest.mark.parametrize("source", [
@@ -65,7 +74,8 @@ def test_the_experiments_import_nothing_from_the_pipeline():
     "def f():\n    from rt_lib.pipeline import runner\n",  # a lazy import counts too
     "import rt_lib.experiments.miiii_training\n",
     "from rt_lib import pipeline\n",
-    "from .pipeline.site import SITE\n",
+    "from .site.pages import SITE\n",
+    "from rt_lib.site import evidence\n",
 ])
 def test_an_upward_import_is_found(source):
     assert upward(ROOT / "probe.py", source), source

@@ -1,4 +1,4 @@
-"""The companion site (rt_lib.pipeline.site), the kernel-free explorers (rt_lib.frames) and the runner's
+"""The companion site (rt_lib.site.pages), the kernel-free explorers (rt_lib.site.static_explorers) and the runner's
 progress line.  The site in a real browser: tests/test_browser.py."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from matplotlib.figure import Figure
 from rt_lib.pipeline import runner
 from rt_lib.pipeline import progress
 from rt_lib.analysis import pca
-from rt_lib.frames import Control, FrameExplorer, frame_explorer, pc_frames
-from rt_lib.pipeline.site import (MATHJAX, MATHJAX_SCRIPT, SITE, build_site, claims_table,
+from rt_lib.site.static_explorers import Control, FrameExplorer, frame_explorer, pc_frames
+from rt_lib.site.pages import (MATHJAX, MATHJAX_SCRIPT, SITE, build_site, claims_table,
                          mathjax_files)
 
 

@@ -12,7 +12,6 @@ and the notebooks that read it read that folder: the profile's results are never
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -21,14 +20,12 @@ import yaml
 
 from rt_lib.context import (CONFIGS, DEFAULT_PROFILE, available_profiles, base_profile,
                             default_results_root, is_smoke)
-from rt_lib.io import PROJECT_ROOT
+from rt_lib.io import PROJECT_ROOT, available_notebooks, notebooks_dir
 from rt_lib.params import load_value
 from rt_lib.jobs.executor import ExecutorConfig, load_config
 from rt_lib.experiment import Experiment, folder_name
 from rt_lib.pipeline.registry import registry
 
-
-NOTEBOOKS = PROJECT_ROOT / "notebooks"  # $RT_NOTEBOOKS: another folder of numbered notebooks
 
 
 class RunError(ValueError):
@@ -46,14 +43,6 @@ class Job:
     @property
     def folder(self) -> str:
         return self.output_dir.name
-
-
-def notebooks_dir() -> Path:
-    return Path(os.environ.get("RT_NOTEBOOKS", NOTEBOOKS))
-
-
-def available_notebooks() -> dict[str, Path]:
-    return {p.stem: p for p in sorted(notebooks_dir().glob("[0-9][0-9]_*.ipynb"))}
 
 
 def select(only: list[str] | None) -> dict[str, Path]:

@@ -7,7 +7,7 @@ import shutil
 import sys
 
 from rt_lib.context import DEFAULT_PROFILE
-from rt_lib.pipeline.manifest import Manifest
+from rt_lib.manifest import Manifest
 from rt_lib.pipeline.plan import Job, recorded_duration
 
 

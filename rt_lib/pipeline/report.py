@@ -11,7 +11,7 @@ from pathlib import Path
 from rt_lib import claims
 from rt_lib.context import DEFAULT_PROFILE, available_profiles, default_results_root
 from rt_lib.io import DamagedFileError, shown
-from rt_lib.pipeline.evidence import kept_runs
+from rt_lib.site.evidence import kept_runs
 from rt_lib.pipeline.plan import available_notebooks, chunks
 from rt_lib.pipeline.registry import profile_step_shapes, runs
 from rt_lib.seeding import default_jobs
@@ -112,10 +112,10 @@ def list_runs(profile: str | None = None) -> int:
 
 def build_site_of(root: Path, profile: str, executed: dict[str, Path],
                   picture: bool = False) -> None:
-    """The profile's site (:mod:`rt_lib.pipeline.site`) over every notebook of it under ``root``,
+    """The profile's site (:mod:`rt_lib.site.pages`) over every notebook of it under ``root``,
     those just run included; a site that cannot be built is reported, the run's results stand.
     ``picture``: also redraw the README's picture of its claims table (docs/site_claims.png)."""
-    from rt_lib.pipeline import site
+    from rt_lib.site import pages as site
 
     start = time.perf_counter()
     try:

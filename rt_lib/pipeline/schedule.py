@@ -12,7 +12,7 @@ does not end up last.
 
 Each notebook's process gets its :class:`rt_lib.context.RunContext` (results root, profile,
 folders, run key, executor) as one value.  A notebook whose results are up to date
-(:mod:`rt_lib.pipeline.manifest`) is skipped.  Interrupted (Ctrl-C, SIGTERM, even SIGKILL) a run
+(:mod:`rt_lib.manifest`) is skipped.  Interrupted (Ctrl-C, SIGTERM, even SIGKILL) a run
 leaves no notebook process behind; the next run removes the temporary files of unfinished writes
 and reruns only what did not finish (miiii runs resume from their checkpoint).
 """
@@ -36,7 +36,7 @@ from typing import Any
 
 from rt_lib.context import DEFAULT_PROFILE, RunContext, env_threads, is_smoke
 from rt_lib.io import RESUME, atomic_path
-from rt_lib.pipeline.manifest import Manifest, content_key, is_temporary
+from rt_lib.manifest import Manifest, content_key, is_temporary
 from rt_lib.pipeline.plan import Job, RunError, schedule
 from rt_lib.pipeline.progress import Ticker, clock, expected_seconds, progress_line
 

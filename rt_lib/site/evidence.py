@@ -1,7 +1,7 @@
 """Evidence: a finished run of a profile kept in the repository, with where and how it ran.
 
 ``results/`` is not committed: a GPU run of the paper (or any other) profile is gone with the
-machine it ran on.  ``python -m rt_lib.pipeline.evidence keep --profile paper`` keeps what a reader needs
+machine it ran on.  ``python -m rt_lib.site.evidence keep --profile paper`` keeps what a reader needs
 to check its claims, under ``evidence/<profile>/<YYYY-MM-DD>T<HHMM>-<device>/`` (committed; the minute its last notebook
 finished, so each job's run keeps its own folder):
 
@@ -16,7 +16,7 @@ Only a finished run is kept: every notebook folder of the profile's own run must
 in the manifest (none failed, none interrupted) and every kept file must still match the sha256
 the manifest recorded when the run finished.  An existing evidence folder is never overwritten
 without ``--replace``.  :func:`kept_runs` reads the kept runs back; the site
-(:mod:`rt_lib.pipeline.site`) shows each as a column of its claims table.
+(:mod:`rt_lib.site.pages`) shows each as a column of its claims table.
 """
 
 from __future__ import annotations
@@ -40,10 +40,10 @@ import yaml
 from rt_lib import claims
 from rt_lib.experiment import PARAMETERS_FILE
 from rt_lib.context import DEFAULT_PROFILE, SMOKE, available_profiles
-from rt_lib.io import (PROJECT_ROOT, RESUME, DamagedFileError, profile_options,
+from rt_lib.io import (PROJECT_ROOT, RESUME, DamagedFileError, available_notebooks, profile_options,
                        atomic_write_text, read_yaml_result, results_root, sha256_file, shown)
-from rt_lib.pipeline.manifest import FILENAME as MANIFEST
-from rt_lib.pipeline.manifest import Entry, Manifest, describe, versions
+from rt_lib.manifest import FILENAME as MANIFEST
+from rt_lib.manifest import Entry, Manifest, describe, versions
 
 EVIDENCE_DIR = PROJECT_ROOT / "evidence"  # committed, beside results/ (which is not)
 PROVENANCE = "provenance.yaml"
@@ -59,7 +59,7 @@ class EvidenceError(ValueError):
 @dataclass(frozen=True)
 class Device:
     kind: str  # "gpu" or "cpu"
-    name: str  # "NVIDIA H100 80GB HBM3", or the CPU (rt_lib.pipeline.evidence.cpu_name)
+    name: str  # "NVIDIA H100 80GB HBM3", or the CPU (rt_lib.site.evidence.cpu_name)
     slug: str  # the evidence folder's suffix: "h100", "2xh100", "cpu"
     count: int = 1  # GPUs seen by torch (1 for a CPU)
     detected: bool = True  # False: given with --device (kept on another machine than the run)
@@ -224,8 +224,6 @@ def job_stamp(entries: dict[str, Entry]) -> str:
 
 def default_command(profile: str, names: list[str]) -> str:
     """The ``./run_all.sh`` command that makes this run (its notebooks by number when not all)."""
-    from rt_lib.pipeline.plan import available_notebooks
-
     command = "./run_all.sh" + profile_options(profile)
     if sorted(names) != sorted(available_notebooks()):
         command += " --only " + ",".join(n[:2] for n in names)
@@ -458,7 +456,7 @@ def _mkdir(path: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rt_lib.pipeline.evidence",
+    parser = argparse.ArgumentParser(prog="python -m rt_lib.site.evidence",
                                      description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="action", required=True)
     kp = sub.add_parser("keep", help="keep a profile's finished run under evidence/")
@@ -493,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             added = import_packed(args.tarball, args.evidence_dir, args.max_mib, args.replace)
         except (EvidenceError, DamagedFileError) as err:
-            print(f"rt_lib.pipeline.evidence: error: {err}", file=sys.stderr)
+            print(f"rt_lib.site.evidence: error: {err}", file=sys.stderr)
             return 2
         for target in added:
             run = read_kept(target)
@@ -505,7 +503,7 @@ def main(argv: list[str] | None = None) -> int:
                       named_device(args.device) if args.device else None, args.max_mib,
                       args.replace)
     except (EvidenceError, DamagedFileError) as err:
-        print(f"rt_lib.pipeline.evidence: error: {err}", file=sys.stderr)
+        print(f"rt_lib.site.evidence: error: {err}", file=sys.stderr)
         return 2
     size = sum(p.stat().st_size for p in target.rglob("*") if p.is_file())
     print(f"kept {shown(target)} ({size / 2**20:.1f} MiB); commit it with git add "

@@ -1,7 +1,7 @@
 """Kernel-free explorers: every view drawn in advance, switched in the browser.
 
 The ipywidgets explorers (:mod:`rt_lib.widgets`) need a live kernel; a reader of the rendered
-notebook or of the companion site (:mod:`rt_lib.pipeline.site`) has none.  A :class:`FrameExplorer` draws
+notebook or of the companion site (:mod:`rt_lib.site.pages`) has none.  A :class:`FrameExplorer` draws
 every combination of its controls once (with the same ``plot_x`` functions as the live
 explorers), embeds the PNGs in one HTML output, and a few lines of plain JavaScript show the
 frame the controls select: no library, nothing fetched, works from a file.  The controls are

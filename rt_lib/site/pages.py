@@ -6,7 +6,7 @@ run): every notebook of the profile's own run rendered as HTML (outputs, figures
 code behind a switch) and ``index.html`` with the claims overview (one row per claim every
 notebook recorded: paper, section, the paper's value, ours, whether it holds, the scale that
 would show it) and a link to each notebook with its wall time, profile and commit.  Each run
-kept as evidence (:mod:`rt_lib.pipeline.evidence`, ``evidence/<profile>/<date>-<device>/``, e.g. the paper
+kept as evidence (:mod:`rt_lib.site.evidence`, ``evidence/<profile>/<date>-<device>/``, e.g. the paper
 profile on an H100) adds a column beside the profile's own status: the claim's status in that
 run, so that a claim reads across: this profile, the kept runs, the paper's value.
 
@@ -16,7 +16,7 @@ Formulas (``$...$`` inline, ``$$...$$`` displayed, as in Jupyter) are typeset by
 copy that the pinned ``django-static-mathjax`` ships, copied once into ``site/_static/mathjax/``
 (:func:`copy_mathjax`: its TeX-to-CommonHTML build, its fonts, its licence) and loaded by a path
 relative to the page.  Nothing is fetched at build or view time; a page needs only its folder.
-The kernel-free explorers (:mod:`rt_lib.frames`) are plain outputs of their notebooks, so they
+The kernel-free explorers (:mod:`rt_lib.site.static_explorers`) are plain outputs of their notebooks, so they
 come along.  Exploration runs (folders with changes in their names) are not part of a profile's
 site.
 """
@@ -39,13 +39,13 @@ import nbformat
 import pandas as pd
 
 from rt_lib import claims
-from rt_lib.pipeline.evidence import EVIDENCE_DIR, KeptRun, kept_runs, oldest_first
+from rt_lib.site.evidence import EVIDENCE_DIR, KeptRun, kept_runs, oldest_first
 from rt_lib.io import PROJECT_ROOT, atomic_path, atomic_write_text, shown
-from rt_lib.pipeline.manifest import FILENAME as MANIFEST
+from rt_lib.manifest import FILENAME as MANIFEST
 
 SITE = "site"  # <profile root>/site/
-TEMPLATE_DIR = Path(__file__).parent / "site_template"
-TEMPLATE = "rt_site"  # nbconvert's lab template, nothing fetched (site_template/rt_site)
+TEMPLATE_DIR = Path(__file__).parent / "template"
+TEMPLATE = "rt_site"  # nbconvert's lab template, nothing fetched (template/rt_site)
 COLOURS = {"holds": "#166534", "fails": "#b91c1c", "not shown": "#92400e",
            "not checked": "#475569"}  # status -> its colour in the claims table
 NOT_RECORDED = "—"  # a kept run's cell for a claim that run did not record
@@ -357,7 +357,7 @@ def index_notebook(profile: str, pages: list[Page], table: pd.DataFrame,
     if runs or problems:
         nb.cells += [nbformat.v4.new_markdown_cell(
                          "## Kept evidence runs\n\nFinished runs kept in the repository "
-                         "(`python -m rt_lib.pipeline.evidence keep`): where and how each ran."),
+                         "(`python -m rt_lib.site.evidence keep`): where and how each ran."),
                      html_cell(_kept_html(runs, table, problems))]
     return nb
 
