@@ -74,9 +74,10 @@ DEFAULT_TOLERANCE = Tolerance(abs=0.1, rel=0.35, why="the CPU profile's seed-to-
 #: Claims of our own (not in the ledger) whose numbers move further than the default, measured
 #: under another kernel path (benchmarks/platform_claims.py; benchmarks/results/platform_claims.md).
 OURS: dict[str, Tolerance] = {
-    "nanda-positions-more-alike-all-dims": Tolerance(
-        abs=0.5, rel=0.6, why="one run a side: Pearson r over 128 dims 0.59 and -0.29 recorded, "
-        "0.28 and -0.12 under ATen's AVX-512 kernels"),
+    "nanda-positions-more-alike-all-dims": status_only(
+        "one run a side: a run's r over all dims moves over most of its range with the rounding "
+        "as with the seed (T_nanda's 0.59 recorded, 0.28 under ATen's AVX-512 kernels, -0.07 on "
+        "an Intel Xeon)"),
     "random-solves-fewer-heads-d128": status_only(
         "its numbers are the heads each model solves, which move with the rounding as with the "
         "seed"),
