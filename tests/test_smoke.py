@@ -21,13 +21,14 @@ from rt_lib.params import Params
 from rt_lib.tasks import modular_addition
 from rt_lib.train import TrainConfig, make_optimizer, train_step
 
-# What a smoke test may change: how long, how much is evaluated, how many rows a step takes;
+# What a smoke test may change: how long, how much is evaluated, how many rows a step takes,
+# how many restarts or seeds;
 # never what is trained (widths, vocabularies, lengths, depth, heads, p, tasks).
 CUTS = {"steps", "epochs", "baseline_epochs", "lstm_steps", "trained_steps", "restarts",
         "batch_size", "eval_every", "warmup_steps", "eval_rows", "n_test", "eval_points",
         "n_snapshots", "max_states", "fallback_steps", "n_trials", "max_stories",
         "n_valid_windows", "sample_tokens", "from_hub", "task_profile", "train_params", "fixed",
-        "random_overrides"}
+        "random_overrides", "extra_seeds"}
 # Notebook 08's widest model does not fit this machine beside the rest (TinyStoriesParams)
 WIDTHS_LEFT_OUT = {"08_tinystories": {"widths", "random_widths"}}
 
@@ -72,6 +73,8 @@ def test_smoke_changes_only_lengths_and_sizes_and_never_grows_them(plans):
             old, new = before[key], job.parameters[key]
             if isinstance(old, (int, float)) and isinstance(new, (int, float)):
                 assert new <= old, (name, key, old, new)
+            if key == "extra_seeds":  # fewer seeds, never others
+                assert set(new) < set(old), (name, key, old, new)
 
 
 def test_smoke_cuts_the_long_notebooks_to_a_handful_of_steps(plans):
