@@ -686,14 +686,17 @@ def check_claims(runs: dict[str, MiiiiRun], tables: dict[str, pd.DataFrame],
     ``seeds``: the same runs on further seeds (:func:`seed_runs`).  With three seeds a side the
     comparisons are run against run (:mod:`rt_lib.verdicts`); with one they are judged against
     the seed noise measured by benchmarks/miiii_budgets.py, where it was measured."""
+    more = list((seeds or {}).values())
+    more_tables = [{label: generalisation_table(r, params.generalised_at) for label, r in m.items()}
+                   for m in more]
+
     def each(label: str) -> list[MiiiiRun]:
         """``label``'s run on every seed, ``params.seed`` first."""
-        return [runs[label]] + [more[label] for more in (seeds or {}).values() if label in more]
+        return [runs[label]] + [m[label] for m in more if label in m]
 
-    def table(r: MiiiiRun) -> pd.DataFrame:
-        """The generalisation table of ``r``: the one given for ``params.seed``'s runs."""
-        label = next((k for k, v in runs.items() if v is r), None)
-        return tables[label] if label in tables else generalisation_table(r, params.generalised_at)
+    def each_table(label: str) -> list[pd.DataFrame]:
+        """The generalisation tables of :func:`each`'s runs, in its order."""
+        return [tables[label]] + [t[label] for t in more_tables if label in t]
 
     def on(rs: list[MiiiiRun]) -> str:
         return f" on {len(rs)} seeds" if len(rs) > 1 else ""
@@ -721,7 +724,7 @@ def check_claims(runs: dict[str, MiiiiRun], tables: dict[str, pd.DataFrame],
     small = [q for q in SMALL_PRIMES if q in main.task.qs]
     claims.check("mi-small-primes-first", "T_miiii, the epoch each head generalised"
                  + on(each("T_miiii")),
-                 first_in_order([generalised_at(table(r)) for r in each("T_miiii")], small),
+                 first_in_order([generalised_at(t) for t in each_table("T_miiii")], small),
                  scale="2, 3, 5 and 7 generalised on three seeds (the paper profile's 65,536 "
                        "epochs at p = 113, three seeds)")
     measured, verdict = rest_together(tables["T_miiii"], last_epoch)
@@ -729,7 +732,7 @@ def check_claims(runs: dict[str, MiiiiRun], tables: dict[str, pd.DataFrame],
                  scale="p = 113, 65,536 epochs (the paper profile)")
     if "T_nanda" in runs and len(each("T_nanda")) > 1:
         measured, verdict = slower_than_nanda_seeds(
-            [table(r) for r in each("T_miiii")], [table(r) for r in each("T_nanda")], last_epoch)
+            each_table("T_miiii"), each_table("T_nanda"), last_epoch)
         claims.check("mi-miiii-slower-than-nanda", measured, verdict,
                      scale="three seeds of T_miiii and T_nanda at equal epochs")
     elif "T_nanda" in runs:
@@ -749,17 +752,16 @@ def check_claims(runs: dict[str, MiiiiRun], tables: dict[str, pd.DataFrame],
         own = params.lambda_zero_params()
         recipe = (f"lr {own.lr:g}, weight decay {own.weight_decay:g}"
                   + (", its own" if own is not params else ", the recipe tuned with grokfast"))
-        fit = float(slow.result.history["train_acc"].iloc[-1])
-        fits = (bool_verdict(True, f"λ = 0 fits its training set ({fit:.3f})") if fit >= FITS
-                else Verdict(NOT_SHOWN, f"the λ = 0 run does not fit its training set (train "
-                                        f"{fit:.3f} < {FITS:g})", BUDGET))
-        if len(each("T_miiii (λ = 0)")) > 1:  # run against run, every λ = 0 seed fitting
+        slows = each("T_miiii (λ = 0)")
+        fit = min(float(r.result.history["train_acc"].iloc[-1]) for r in slows)  # every seed's
+        several = len(slows) > 1
+        fits = (bool_verdict(True, f"λ = 0 fits its training set{' on every seed' * several} "
+                                   f"({'>= ' * several}{fit:.3f})") if fit >= FITS
+                else Verdict(NOT_SHOWN, f"{'a' if several else 'the'} λ = 0 run does not fit its "
+                                        f"training set (train {fit:.3f} < {FITS:g})", BUDGET))
+        if several:  # run against run
             with_gf_all = [valid_at(r, at) for r in each("T_miiii")]
-            without_all = [valid_at(r, at) for r in each("T_miiii (λ = 0)")]
-            fit = min(float(r.result.history["train_acc"].iloc[-1]) for r in each("T_miiii (λ = 0)"))
-            fits = (bool_verdict(True, f"λ = 0 fits its training set on every seed (>= {fit:.3f})")
-                    if fit >= FITS else Verdict(NOT_SHOWN, f"a λ = 0 run does not fit its training "
-                                                           f"set (train {fit:.3f} < {FITS:g})", BUDGET))
+            without_all = [valid_at(r, at) for r in slows]
             apart = larger(with_gf_all, without_all)
             with_gf_text, without_text = _values(with_gf_all), _values(without_all)
         else:
@@ -775,8 +777,8 @@ def check_claims(runs: dict[str, MiiiiRun], tables: dict[str, pd.DataFrame],
     following = [q for q in NEXT_PRIMES if q in main.task.qs]
     if "T_masked" in runs and following:
         # 11, 13, 17, 19 (in any order) before every other head whose loss is not masked
-        reached = [{q: e for q, e in generalised_at(table(r)).items() if q not in MASKED_PRIMES}
-                   for r in each("T_masked")]
+        reached = [{q: e for q, e in generalised_at(t).items() if q not in MASKED_PRIMES}
+                   for t in each_table("T_masked")]
         verdict = first_in_order(reached, following, ordered=False)
         claims.check("mi-masked-next-primes", "T_masked, the epoch each head generalised"
                      + on(each("T_masked")), verdict,
@@ -789,7 +791,13 @@ def check_claims(runs: dict[str, MiiiiRun], tables: dict[str, pd.DataFrame],
     if "T_basis" in runs:
         b = runs["T_basis"]
         last = b.result.history.iloc[-1]
-        excess = float(np.mean([last[f"valid_acc_q{q}"] - 1 / q for q in b.task.qs]))
+
+        def over_chance(r: MiiiiRun) -> float:
+            """Mean over heads of the final validation accuracy above chance (1/q)."""
+            end = r.result.history.iloc[-1]
+            return float(np.mean([end[f"valid_acc_q{q}"] - 1 / q for q in r.task.qs]))
+
+        excess = over_chance(b)
         # A head that learned nothing scores 1/q up to sampling noise: 3 standard errors of the
         # mean over heads of binomial accuracies on the validation set.
         n_valid = len(b.task.valid[1]) if b.task.valid is not None else len(b.task.test[1])
@@ -806,8 +814,7 @@ def check_claims(runs: dict[str, MiiiiRun], tables: dict[str, pd.DataFrame],
                                f"train >= {FITS:g}, validation within {noise:.3f} of chance "
                                "(3 standard errors)")]
         for other in each("T_basis")[1:]:
-            end = other.result.history.iloc[-1]
-            gap = float(np.mean([end[f"valid_acc_q{q}"] - 1 / q for q in other.task.qs]))
+            end, gap = other.result.history.iloc[-1], over_chance(other)
             chance.append(bool_verdict(end["train_acc"] >= FITS and abs(gap) <= noise,
                                        f"another seed: train {end['train_acc']:.3f}, validation "
                                        f"{gap:+.3f} over chance"))
@@ -826,12 +833,11 @@ def check_claims(runs: dict[str, MiiiiRun], tables: dict[str, pd.DataFrame],
         at = int(last["step"])
         with_dropout = valid_at(main, at)
 
-        def heads_by(r: MiiiiRun) -> list[int]:
-            """The heads of ``r`` generalised by epoch ``at``."""
-            t = table(r)
+        def heads_by(t: pd.DataFrame) -> list[int]:
+            """The heads of a generalisation table generalised by epoch ``at``."""
             return sorted(int(q) for q, e in zip(t["q"], t["valid epoch"]) if pd.notna(e) and e <= at)
 
-        with_heads = heads_by(main)
+        with_heads = heads_by(tables["T_miiii"])
         # The paper: without dropout no head but 2 and 3 generalises, where with dropout they
         # all do; dropout makes the difference when T_miiii is ahead at the same epoch.  While
         # with dropout too only 2 and 3 have, the runs cannot tell them apart.  Which heads have
@@ -842,8 +848,8 @@ def check_claims(runs: dict[str, MiiiiRun], tables: dict[str, pd.DataFrame],
         beyond = [q for q in with_heads if q not in (2, 3)]
         plains, mains = each("T_miiii (dropout 0)"), each("T_miiii")
         if len(plains) > 1:  # run against run: every seed's heads, and the accuracies apart
-            without_heads = [heads_by(r) for r in plains]
-            reached = [[q for q in heads_by(r) if q not in (2, 3)] for r in mains]
+            without_heads = [heads_by(t) for t in each_table("T_miiii (dropout 0)")]
+            reached = [[q for q in heads_by(t) if q not in (2, 3)] for t in each_table("T_miiii")]
             told_apart = (bool_verdict(True, f"with dropout beyond 2 and 3 on every seed: {reached}")
                           if all(reached) else
                           Verdict(NOT_SHOWN, f"with dropout beyond 2 and 3: {reached}, not on every "
