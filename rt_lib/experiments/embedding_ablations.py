@@ -74,11 +74,11 @@ CPU_TASK_CHANGES = {
 class AblationParams(Params):
     """Notebook 06's parameters; defaults = CPU profile."""
 
-    # The CPU profile leaves modular addition and decimal addition out (2 and 5 minutes of one
-    # core, to fit the test command in CI's time on a slower CPU): with one restart the claim
-    # cannot show here whatever the tasks; decimal addition's random transformer was still improving
-    # when its steps ran out, so its column could only read "cut short"; needle and parentheses
-    # hold every variant's comparison (--set 'tasks=[...]' adds them back; the paper runs all four)
+    # The CPU profile leaves modular and decimal addition out, so that the test command fits CI's
+    # time on a slower CPU (their minutes: docs/scale.md): with one restart the claim cannot show
+    # here whatever the tasks; decimal addition's random transformer was still improving when its
+    # steps ran out, so its column could only read "cut short"; needle and parentheses hold every
+    # variant's comparison (--set 'tasks=[...]' adds them back; the paper runs all four)
     tasks: tuple[str, ...] = ("needle", "parentheses")  # also: "modular addition", "decimal addition"
     variants: tuple[str, ...] = VARIANTS
     task_profile: str = DEFAULT_PROFILE  # each task's settings: its notebook's CPU defaults, or a configs/ profile
