@@ -1,4 +1,5 @@
-"""Every notebook opens with the claim: a short first markdown cell, and a last markdown cell
+"""Every notebook opens with the claim: a short first markdown cell, at most 900 words of prose in
+all, and a last markdown cell
 for what the first one no longer carries (how the scale was chosen, measurements, tables).
 
 Reads the committed .ipynb files as JSON only: no kernel, no rt_lib import."""
@@ -13,6 +14,7 @@ import pytest
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 MAX_WORDS = 250
+MAX_PROSE_WORDS = 900  # a notebook holds the argument; how its scale was chosen is in docs/scale.md
 # a hash-like token: 7-40 hex digits with at least one letter and one digit
 HEX = re.compile(r"\b[0-9a-f]{7,40}\b")
 # a wall time in prose: "12 s", "3.5 min", "40 minutes", "2 hours"
@@ -46,6 +48,13 @@ def test_the_first_cell_states_the_claim_briefly(path):
     assert not hashes, f"{path.name}: a commit hash in the first cell: {hashes}"
     times = [m.group(0) for m in WALL_TIME.finditer(text)]
     assert not times, f"{path.name}: a wall time in the first cell: {times}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_the_prose_stays_short(path):
+    words = [len(re.findall(r"\S+", _text(c))) for c in _cells(path) if c["cell_type"] == "markdown"]
+    assert sum(words) <= MAX_PROSE_WORDS, (f"{path.name}: {sum(words)} words of prose (at most "
+                                           f"{MAX_PROSE_WORDS}); per markdown cell: {words}")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
