@@ -1,6 +1,6 @@
-"""Every notebook opens with the claim: a short first markdown cell, at most 900 words of prose in
-all, and a last markdown cell
-for what the first one no longer carries (how the scale was chosen, measurements, tables).
+"""Every notebook opens with the claim: a short first markdown cell, and a last markdown cell for
+what the first one no longer carries (a pointer to how the scale was chosen, tables); at most 900
+words of prose in all.
 
 Reads the committed .ipynb files as JSON only: no kernel, no rt_lib import."""
 
