@@ -70,7 +70,8 @@ def describe(hint: Any) -> str:
     if origin is Literal:
         return f"one of {list(args)}"
     if origin is dict:
-        return "a mapping"
+        return "a mapping" + (f" with {_PLURAL.get(args[0], describe(args[0]))} as keys"
+                              if args and args[0] is not Any else "")
     return _NAMES.get(hint, getattr(hint, "__name__", str(hint)))
 
 
@@ -107,7 +108,9 @@ def coerce(name: str, value: Any, hint: Any) -> Any:
                 raise ValueError(f"{name} must be a finite number, got {value!r}")
             return float(value)
     elif origin is dict and isinstance(value, dict):
-        return value
+        key, item = args or (Any, Any)
+        return {coerce(f"{name}'s key", k, key): coerce(f"{name}[{k!r}]", v, item)
+                for k, v in value.items()}
     raise TypeError(f"{name} must be {describe(hint)}, got {value!r}")
 
 

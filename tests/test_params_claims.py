@@ -24,6 +24,7 @@ class Toy(Params):
     bf16: bool = False
     name: str = "a"
     extra: dict = field(default_factory=dict)
+    named: dict[str, float] = field(default_factory=dict)
 
     def check(self) -> None:
         if self.steps < 1:
@@ -40,6 +41,9 @@ class Toy(Params):
     ("bf16", "yes", "bf16 must be true or false, got 'yes'"),
     ("name", 3, "name must be a string, got 3"),
     ("extra", [1], "extra must be a mapping, got [1]"),
+    ("named", [1], "named must be a mapping with strings as keys, got [1]"),
+    ("named", {1: 0.5}, "named's key must be a string, got 1"),
+    ("named", {"lr": "x"}, "named['lr'] must be a number, got 'x'"),
 ])
 def test_a_value_of_the_wrong_type_is_refused_naming_the_parameter(name, value, message):
     with pytest.raises(TypeError) as info:
@@ -48,8 +52,9 @@ def test_a_value_of_the_wrong_type_is_refused_naming_the_parameter(name, value, 
 
 
 def test_values_are_coerced_once_and_the_subclass_check_runs():
-    toy = Toy(lr=1, widths=[8, 16], batch_size=None)
+    toy = Toy(lr=1, widths=[8, 16], batch_size=None, named={"lr": 1})
     assert toy.lr == 1.0 and isinstance(toy.lr, float) and toy.widths == (8, 16)
+    assert toy.named == {"lr": 1.0} and isinstance(toy.named["lr"], float)
     with pytest.raises(ValueError, match="steps must be >= 1"):
         Toy(steps=0)
 

@@ -30,7 +30,7 @@ class EmbeddingParams(Params):
     """Notebook 12's parameters."""
 
     variants: tuple[str, ...] = ("nanda", "miiii", "basis")  # the tasks compared
-    train_params: dict = field(default_factory=dict)  # notebook 11's parameters (defaults: its CPU profile)
+    train_params: dict[str, Any] = field(default_factory=dict)  # notebook 11's parameters (defaults: its CPU profile)
     fractions: tuple[float, ...] = (0.5, 0.9)  # marks on the singular-value curves
     n_vectors: int = 4  # top singular vectors shown
     pos_dims: int = 37  # r also over the first pos_dims dims, as the authors figure shows

@@ -34,7 +34,7 @@ class NeuronParams(Params):
     """Notebook 13's parameters."""
 
     variant: str = "miiii"  # which run of notebook 11
-    train_params: dict = field(default_factory=dict)  # notebook 11's parameters (defaults: its CPU profile)
+    train_params: dict[str, Any] = field(default_factory=dict)  # notebook 11's parameters (defaults: its CPU profile)
     k_std: float = 1.0  # active: power > mean + k_std * std (code 1, paper text 2)
     n_neurons: int = 6  # neurons shown in the static figure (largest variance)
     n_top: int = 3  # top frequency pairs listed per neuron

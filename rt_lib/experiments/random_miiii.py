@@ -31,7 +31,7 @@ class RandomMiiiiParams(Params):
     # T_miiii alone in the CPU profile (T_nanda, 2.5 minutes of one core, left out to fit the
     # profile's 45 minutes: notebook 01 shows a random transformer adding); the paper's: both
     variants: tuple[str, ...] = ("miiii",)  # tasks; also "nanda"
-    train_params: dict = field(default_factory=dict)  # notebook 11's parameters (defaults: its CPU profile)
+    train_params: dict[str, Any] = field(default_factory=dict)  # notebook 11's parameters (defaults: its CPU profile)
     # notebook 11's settings changed for the random models only (none: they train as long as
     # the trained ones, so that the heads compare at equal epochs)
     random_overrides: dict = field(default_factory=dict)  # settings changed for the random transformers only
