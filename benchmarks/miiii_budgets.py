@@ -5,8 +5,10 @@
 
 Trains, per seed, every run notebook 11 compares with T_miiii, all for the same ``epochs``, with
 the CPU profile's settings (``MiiiiParams`` defaults; any ``key=value`` of its fields overrides):
-T_miiii, T_miiii with λ = 0, T_miiii with dropout 0, T_nanda, T_basis, and notebook 15's random
-transformer (embeddings alone trained) on T_miiii and T_nanda.  Each run is exactly the one
+T_miiii, T_miiii with λ = 0 (at its own recipe, as notebook 11 trains it: ``lambda_zero_lr``,
+``lambda_zero_weight_decay``; ``lambda_zero_weight_decay=none`` trains it at T_miiii's), T_miiii
+with dropout 0, T_nanda, T_basis, and notebook 15's random transformer (embeddings alone trained)
+on T_miiii and T_nanda.  Each run is exactly the one
 notebook 11 (or 15) makes with those settings and that seed; the evaluations are every
 ``every`` epochs instead of log-spaced, so that every run is read at the same epochs.
 
@@ -65,7 +67,9 @@ def parse(argv: list[str]) -> dict[str, typing.Any]:
                 raise SystemExit(f"runs: unknown {sorted(unknown)}; known: {list(RUNS)}")
         elif key in hints and key not in ("seed", "epochs", "variants"):
             hint = hints[key]
-            opts["params"][key] = (int(raw) if hint in (int, int | None) else
+            optional = hint in (int | None, float | None)
+            opts["params"][key] = (None if optional and raw.lower() in ("none", "null") else
+                                   int(raw) if hint in (int, int | None) else
                                    float(raw) if hint in (float, float | None) else raw)
         else:
             raise SystemExit(f"unknown setting {key!r}")
@@ -78,6 +82,8 @@ def one_run(job: tuple[str, int, int, int, dict, str]) -> str:
     params = MiiiiParams(**(overrides | own | {"seed": seed, "epochs": epochs,
                                                "baseline_epochs": None, "threads": 1}))
     lamb = params.grokfast_lambda if grokfast else 0.0
+    if not grokfast:  # as notebook 11 trains its λ = 0 run: at its own lr and weight decay
+        params = params.lambda_zero_params()
     task = params.task(variant)
     config = dataclasses.replace(params.train_config(lamb, None, epochs), eval_log_points=None,
                                  eval_every=every, progress=False)
