@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import multiprocessing as mp
+import signal
 import sys
 import time
 import typing
@@ -149,6 +150,9 @@ def main(argv: list[str]) -> None:
             for seed in opts["seeds"] for name in opts["runs"]]
     print(f"{len(jobs)} runs of {opts['epochs']} epochs, {opts['jobs']} at a time", flush=True)
     with mp.get_context("spawn").Pool(opts["jobs"]) as pool:
+        # SIGTERM to this process alone (kill PID) leaves through the pool's exit, which stops
+        # the workers; the default would end this process and leave them training as orphans
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         for line in pool.imap_unordered(one_run, jobs):
             print(line, flush=True)
     print(summary(pd.read_csv(opts["out"]), opts["at"]).T.to_string())
