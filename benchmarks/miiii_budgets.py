@@ -6,7 +6,7 @@
 Trains, per seed, every run notebook 11 compares with T_miiii, all for the same ``epochs``, with
 the CPU profile's settings (``MiiiiParams`` defaults; any ``key=value`` of its fields overrides):
 T_miiii, T_miiii with λ = 0 (at its own recipe, as notebook 11 trains it: ``lambda_zero_lr``,
-``lambda_zero_weight_decay``; ``lambda_zero_weight_decay=none`` trains it at T_miiii's), T_miiii
+``lambda_zero_weight_decay``; ``lambda_zero_weight_decay=null`` trains it at T_miiii's), T_miiii
 with dropout 0, T_nanda, T_basis, and notebook 15's random transformer (embeddings alone trained)
 on T_miiii and T_nanda.  Each run is exactly the one
 notebook 11 (or 15) makes with those settings and that seed; the evaluations are every
@@ -33,6 +33,7 @@ from pathlib import Path
 import pandas as pd
 
 from rt_lib.experiments.miiii_training import MiiiiParams
+from rt_lib.params import coerce, load_value
 from rt_lib.train import train
 from rt_lib.verdicts import larger
 
@@ -67,11 +68,10 @@ def parse(argv: list[str]) -> dict[str, typing.Any]:
             if unknown:
                 raise SystemExit(f"runs: unknown {sorted(unknown)}; known: {list(RUNS)}")
         elif key in hints and key not in ("seed", "epochs", "variants"):
-            hint = hints[key]
-            optional = hint in (int | None, float | None)
-            opts["params"][key] = (None if optional and raw.lower() in ("none", "null") else
-                                   int(raw) if hint in (int, int | None) else
-                                   float(raw) if hint in (float, float | None) else raw)
+            try:  # as --set reads a value: YAML with Python's numbers, checked against the field
+                opts["params"][key] = coerce(key, load_value(raw), hints[key])
+            except (TypeError, ValueError) as err:
+                raise SystemExit(str(err)) from None
         else:
             raise SystemExit(f"unknown setting {key!r}")
     return opts
