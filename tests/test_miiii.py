@@ -413,8 +413,15 @@ def test_miiii_comparisons_use_the_benchmarks_seed_noise(tmp_path):
     assert status(many, few) == "holds"
     assert status(few, few) == "not shown"
     assert status(few, many) == "fails"
-    # λ = 0 at a recipe of its own (the profile's): no seed noise measured there, not shown
-    assert status(many, few, params=MiiiiParams()) == "not shown"
+    # λ = 0 at its own recipe (the profile's): judged by the measurement that ran that recipe
+    own = MiiiiParams()
+    # seeds 0-2 of benchmarks/results/miiii_lambda0_own_recipe.csv at epoch 4000: 0.339, 0.371, 0.427
+    assert seed_noise(own.lambda_zero_params(), "T_miiii λ=0", 4000) == pytest.approx(0.0445, abs=5e-4)
+    assert status(many, few, params=own) == "holds"
+    assert status(few, few, params=own) == "not shown"
+    assert status(few, many, params=own) == "fails"
+    # at a λ = 0 recipe no measurement ran: not shown, however far apart
+    assert status(many, few, params=MiiiiParams(lambda_zero_lr=0.01)) == "not shown"
     # dropout's part also needs a head beyond 2 and 3 with dropout: on one seed a side which
     # heads have generalised by a fixed epoch moves with the seed (and another CPU's rounding)
     assert status(many, few, "mi-dropout-needed") == "not shown"
