@@ -121,8 +121,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 
 def pytest_configure(config: pytest.Config) -> None:
     # nbval: bit for bit where this machine's numeric platform matches the recording's, else the
-    # portable comparison (rt_lib/portable.py); RT_PLATFORM=strict|portable forces one
-    from rt_lib.portable import install
+    # portable comparison (rt_lib/claims/portable.py); RT_PLATFORM=strict|portable forces one
+    from rt_lib.claims.portable import install
 
     config.rt_comparison_line = install(config)
     if getattr(config.option, "nbval", False):  # a kernel that lost its port starts again

@@ -2,7 +2,7 @@
 # Set up (.venv + pinned dependencies) and run every test: the rt_lib unit tests and nbval
 # regression runs of every committed notebook.  Notebooks are compared bit for bit (after
 # tests/nbval_sanitize.cfg) where this machine's numeric platform matches the one they were recorded
-# on, else portable (rt_lib/portable.py: numbers masked, every claim's status exactly, its numbers
+# on, else portable (rt_lib/claims/portable.py: numbers masked, every claim's status exactly, its numbers
 # within the claim's tolerance); RT_PLATFORM=strict|portable forces one.  The line before the
 # tests start, and the summary of the first pytest run below, say which and why.
 # Extra arguments go to pytest, e.g. ./run_tests.sh -k model
@@ -12,20 +12,20 @@
 # in this process.  The 20 slowest tests are listed at the end (where the time goes: the budget
 # is 60 minutes).  A cell may take up to 30 minutes (the training cells of 01 and 04 are the
 # longest: docs/measurements.md has their times).
-# The paper-profile smoke run end to end (tests/test_smoke.py) runs too; RT_TEST_SMOKE=0 skips it.
+# The paper-profile smoke run end to end (tests/pipeline/test_smoke.py) runs too; RT_TEST_SMOKE=0 skips it.
 set -euo pipefail
 cd "$(dirname "$0")"
 ./scripts/setup.sh
 ./scripts/setup_browser.sh  # Debian's chromium for the JupyterLab widget test, where it can
-./scripts/slurm_local.sh install  # Debian's Slurm for tests/test_slurm.py's one-node cluster, where it can
+./scripts/slurm_local.sh install  # Debian's Slurm for tests/jobs/test_slurm.py's one-node cluster, where it can
 .venv/bin/python -c "import torch; print('CPU kernels of this machine:', torch.backends.cpu.get_cpu_capability())"
 source scripts/kernel_env.sh  # the same CPU kernels as the recorded notebooks
 source scripts/data_env.sh  # RT_TINYSTORIES: the TinyStories text (notebook 08)
-.venv/bin/python -m rt_lib.fingerprint  # this machine's platform, and which comparison it gets
+.venv/bin/python -m rt_lib.runtime.fingerprint  # this machine's platform, and which comparison it gets
 export TQDM_DISABLE=1  # progress bars would land in the compared stderr outputs
 # nbval writes through the notebooks' own code: keep its results apart from ./results.
 export RT_RESULTS="${RT_RESULTS:-$(mktemp -d)/results}"
-jobs="${RT_TEST_JOBS:-$(.venv/bin/python -c 'from rt_lib.seeding import default_jobs; print(default_jobs())')}"
+jobs="${RT_TEST_JOBS:-$(.venv/bin/python -c 'from rt_lib.runtime.seeding import default_jobs; print(default_jobs())')}"
 [ "$jobs" = 1 ] && jobs=0  # one worker: no need for xdist's extra process
 pytest=(.venv/bin/python -m pytest --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
         --nbval-cell-timeout 1800 -p no:cacheprovider --durations 20)
@@ -35,7 +35,7 @@ fi
 # Everything but the browser tests side by side, then the browser tests alone: starved of CPU
 # beside a training notebook, JupyterLab at times loses its kernel or asks for one.
 status=0
-"${pytest[@]}" tests notebooks --nbval --ignore tests/test_browser.py \
+"${pytest[@]}" tests notebooks --nbval --ignore tests/site/test_browser.py \
   -n "$jobs" --dist loadscope --no-loadscope-reorder || status=$?
-"${pytest[@]}" tests/test_browser.py || status=$(( status ? status : $? ))
+"${pytest[@]}" tests/site/test_browser.py || status=$(( status ? status : $? ))
 exit "$status"

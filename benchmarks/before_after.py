@@ -16,14 +16,14 @@ import torch
 from rt_lib.model import TransformerConfig, build_model, miiii_config
 
 try:  # the shortcut by name (since the plain forward); before, the forward took it itself
-    from rt_lib.fast_paths import last_logits
+    from rt_lib.model.fast_paths import last_logits
 except ImportError:
     def last_logits(model, x):
         return model(x, last_only=True)
 from rt_lib.tasks.modular import modular_addition
 from rt_lib.tasks.miiii import miiii_task
-from rt_lib.train import TrainConfig, make_optimizer
-from rt_lib.grokfast import Grokfast
+from rt_lib.training.train import TrainConfig, make_optimizer
+from rt_lib.training.grokfast import Grokfast
 tag = sys.argv[1]
 def timeit(model, task, x, y, tcfg, hook=None, n=10, threads=1):
     torch.set_num_threads(threads)

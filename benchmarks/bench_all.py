@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/bench_all.py --only miiii --threads 1
     .venv/bin/python benchmarks/bench_all.py --groups cpu --seconds 2
 
-For each case: steps/s of the step the notebooks run (``rt_lib.train.train_step`` plus drawing the
+For each case: steps/s of the step the notebooks run (``rt_lib.training.train.train_step`` plus drawing the
 batch), GFLOP per step counted by torch's ``FlopCounterMode`` (forward + backward), achieved GFLOP/s
 and its fraction of the machine's matmul peak (a 2048^2 matmul timed at the start of the same run,
 fp32 and bf16), and peak memory (CPU: the case process's peak resident set above its size after
@@ -14,7 +14,7 @@ Groups: ``cpu`` = each notebook's CPU-profile models; ``paper`` = the paper conf
 issue names (modular addition p = 199 at widths 16-1024 with the authors' HF GPT-2 side by side
 when ``transformers`` is installed, needle at width 1024, miiii p = 113 d = 256 against a plain
 eager implementation, bf16 variants); ``restarts`` = 10 seeds trained one after the other vs as one
-batched model (``rt_lib.batched``).  A benchmark, not a test: it prints, writes
+batched model (``rt_lib.training.batched``).  A benchmark, not a test: it prints, writes
 ``results/benchmarks/bench_all.csv`` and asserts nothing.
 """
 
@@ -34,10 +34,10 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from rt_lib.footprint import peak_resident_bytes, resident_bytes
-from rt_lib.io import results_dir
-from rt_lib.seeding import set_threads
-from rt_lib.train import TrainConfig, make_optimizer, resolve_device, train_step
+from rt_lib.training.footprint import peak_resident_bytes, resident_bytes
+from rt_lib.runtime.io import results_dir
+from rt_lib.runtime.seeding import set_threads
+from rt_lib.training.train import TrainConfig, make_optimizer, resolve_device, train_step
 
 HERE = Path(__file__).resolve().parent
 AUTHORS_STEPS_PER_S = {128: 2.9, 512: 0.38}  # the issue: their HF GPT-2, random, one thread
@@ -315,7 +315,7 @@ def restart_cases() -> dict[str, tuple[Callable, int | None]]:
 def bench_restarts(args, n: int = 10, steps: int = 6) -> list[dict]:
     """Sequential (n models, one after another) vs batched (one stacked model) optimiser steps,
     timed in steady state (after 2 warm-up steps), same batches, one process."""
-    from rt_lib.batched import BatchedRestarts
+    from rt_lib.training.batched import BatchedRestarts
     from rt_lib.model import build_model
 
     set_threads(args.threads)
@@ -327,7 +327,7 @@ def bench_restarts(args, n: int = 10, steps: int = 6) -> list[dict]:
         cfgs = [replace(tcfg, seed=s, progress=False) for s in range(n)]
         models = [build_model(mcfg, s) for s in range(n)]
         opts = [make_optimizer(m, c) for m, c in zip(models, cfgs)]
-        from rt_lib.seeding import derive
+        from rt_lib.runtime.seeding import derive
         seeds = [derive(c.seed, "batches") for c in cfgs]
 
         def sequential(step: int) -> None:

@@ -10,7 +10,7 @@ Zhong & Andreas (2024), Table 1: a random transformer (only W_E, W_pos and W_U t
 100 % on 10-digit decimal addition at width 1024.  At the CPU profile (notebook 03) it reaches an
 exact-match accuracy near 0.001.  This script trains, through the project's own code (the task
 ``rt_lib.tasks.DecimalAddition``, the models of ``rt_lib.experiments.common.model_config``, the
-seeds of ``train_grid``, and ``rt_lib.train``'s optimiser, schedule, step and evaluation), the
+seeds of ``train_grid``, and ``rt_lib.training.train``'s optimiser, schedule, step and evaluation), the
 random transformer at several widths, ``--restarts`` restarts at the widest width (restart r has
 the seed ``derive(seed, "restart{r}")`` exactly as ``train_grid`` gives it), ``--narrow-restarts``
 at the others, and optionally the fully trained transformer at ``--trained-width`` as a reference.
@@ -79,9 +79,9 @@ sys.path.insert(0, str(ROOT))
 from rt_lib.experiments.common import budget_status, model_config  # noqa: E402
 from rt_lib.experiments.decimal_addition import digit_accuracy  # noqa: E402
 from rt_lib.model import build_model, count_params  # noqa: E402
-from rt_lib.seeding import derive  # noqa: E402
+from rt_lib.runtime.seeding import derive  # noqa: E402
 from rt_lib.tasks import DecimalAddition  # noqa: E402
-from rt_lib.train import (TrainConfig, eval_due, evaluate, lr_lambda, make_optimizer,  # noqa: E402
+from rt_lib.training.train import (TrainConfig, eval_due, evaluate, lr_lambda, make_optimizer,  # noqa: E402
                           prepare, resolve_device, train, train_step)
 
 PAPER_CONFIG = ROOT / "configs" / "paper" / "03_decimal_addition.yaml"
@@ -142,7 +142,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--prefetch", choices=["auto", "on", "off"], default="auto",
                    help="draw batches in a background thread (auto: on CUDA)")
     p.add_argument("--check-loop", action="store_true",
-                   help="also train the first run with rt_lib.train.train and compare histories")
+                   help="also train the first run with rt_lib.training.train.train and compare histories")
     p.add_argument("--csv", default=None,
                    help="output CSV (default $OUT/decimal_scale.csv, else benchmarks/results/)")
     args = p.parse_args(argv)
@@ -160,7 +160,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 class Batches:
     """The training batches of one run, ``task.get_batch(step, batch_size, data_seed)`` for step
-    0, 1, ... (exactly what rt_lib.train.train draws), moved to the device; with ``prefetch`` a
+    0, 1, ... (exactly what rt_lib.training.train.train draws), moved to the device; with ``prefetch`` a
     background thread draws them ahead (pinned memory on CUDA), so drawing overlaps the GPU."""
 
     def __init__(self, task, batch_size: int, data_seed: int, steps: int, device: torch.device,
@@ -210,7 +210,7 @@ def sync(device: torch.device) -> None:
 
 def run_training(model: nn.Module, task, cfg: TrainConfig, deadline: float, prefetch: bool,
                  label: str) -> dict:
-    """rt_lib.train.train's loop (same seeds, batches, optimiser, schedule, train_step and
+    """rt_lib.training.train.train's loop (same seeds, batches, optimiser, schedule, train_step and
     evaluate), plus a wall-clock deadline, a windowed mean of the training loss and a background
     batch drawer.  Returns the history, the steps done and whether the deadline cut the run."""
     device = resolve_device(cfg.device)
@@ -467,9 +467,9 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
             ref = train(build_model(mcfg, derive(seed, "init")), task, cfg).history
             diff = max(float((hist[c] - ref[c]).abs().max()) for c in ref.columns
                        if c not in ("time_s",))
-            log(f"check: rt_lib.train.train history vs this loop, max abs difference {diff:.3g}")
+            log(f"check: rt_lib.training.train.train history vs this loop, max abs difference {diff:.3g}")
             if diff > 1e-5:
-                raise SystemExit("this loop does not reproduce rt_lib.train.train")
+                raise SystemExit("this loop does not reproduce rt_lib.training.train.train")
         last = hist.iloc[-1]
         digits = digit_accuracy(OnDevice(model, device), task)
         budget = budget_status(hist.assign(train_loss=hist["train_loss_mean"]))

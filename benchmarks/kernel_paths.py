@@ -4,7 +4,7 @@
 
 For each MKL code-path setting (ATen and oneDNN capped at AVX2, as scripts/kernel_env.sh caps
 them, except where a row says otherwise), a fresh process prints the fingerprint's kernel hashes
-(rt_lib.fingerprint.kernel_hashes: matmul, softmax, layer norm, one AdamW step), which of them
+(rt_lib.runtime.fingerprint.kernel_hashes: matmul, softmax, layer norm, one AdamW step), which of them
 equal the committed recording's, and how many of 65,536 ``torch.sqrt`` results differ from the
 correctly rounded ones (numpy's): ATen computes a float32 square root through MKL's vector math,
 so the AdamW step parts with MKL's code path.  Prints; asserts nothing.
@@ -17,7 +17,7 @@ import os
 import subprocess
 import sys
 
-from rt_lib.fingerprint import recorded
+from rt_lib.runtime.fingerprint import recorded
 
 #: row name -> the environment it runs under (on top of the caps below)
 SETTINGS = {
@@ -33,7 +33,7 @@ CAPS = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "RT_THREADS
 
 PROBE = """
 import json, numpy as np, torch
-from rt_lib.fingerprint import kernel_hashes
+from rt_lib.runtime.fingerprint import kernel_hashes
 torch.set_num_threads(1)
 x = torch.rand(65536, generator=torch.Generator().manual_seed(0)) * 10
 off = int((torch.sqrt(x).numpy() != np.sqrt(x.numpy())).sum())

@@ -14,7 +14,7 @@ notebook 11 (or 15) makes with those settings and that seed; the evaluations are
 
 Writes one row per (run, seed, evaluation) to ``out`` (appended by each run as it finishes, so an
 interrupted benchmark keeps the runs done), then prints, at each epoch of ``at``, the
-comparisons of notebooks 11 and 15 over the seeds with rt_lib.verdicts' margin (three seeds a
+comparisons of notebooks 11 and 15 over the seeds with rt_lib.claims.verdicts' margin (three seeds a
 side, ranges apart).  ``summary=PATH`` prints the table of a CSV written before, training
 nothing.  One torch thread per run, ``jobs`` runs at a time (on 2 cores never beside other work
 when the wall times matter).
@@ -33,9 +33,9 @@ from pathlib import Path
 import pandas as pd
 
 from rt_lib.experiments.miiii_training import MiiiiParams
-from rt_lib.params import coerce, load_value
-from rt_lib.train import train
-from rt_lib.verdicts import larger
+from rt_lib.runtime.params import coerce, load_value
+from rt_lib.training.train import train
+from rt_lib.claims.verdicts import larger
 
 #: run name -> (variant, overrides of MiiiiParams, grokfast on)
 RUNS: dict[str, tuple[str, dict[str, typing.Any], bool]] = {
@@ -110,7 +110,7 @@ def heads(values: pd.DataFrame, level: float = 0.95) -> int:
 
 def summary(frame: pd.DataFrame, at: list[int] | None) -> pd.DataFrame:
     """Per epoch of ``at``: each run's validation accuracy over seeds, and notebook 11's and 15's
-    comparisons with their verdicts (rt_lib.verdicts.larger: three seeds a side, ranges apart)."""
+    comparisons with their verdicts (rt_lib.claims.verdicts.larger: three seeds a side, ranges apart)."""
     last = int(frame["step"].max())
     at = at or sorted({e for e in (1500, 3000, 4000, 5000, 6000, 8000, 10000, last) if e <= last})
     rows = []

@@ -5,7 +5,7 @@
 
 For every training step of each paper-profile notebook (``Experiment.step_shapes``: the widest
 model of each kind) it prints the step's FLOPs, steps, runs, peak memory at the profile's batch
-(rt_lib.footprint: measured where one step is cheap here, else estimated on the meta device,
+(rt_lib.training.footprint: measured where one step is cheap here, else estimated on the meta device,
 as marked), and GPU-hours on an A100 and an H100: the run's FLOPs over the GPU's float32 peak
 times the fraction of this CPU's practical peak (a one-thread 2048 x 2048 product) that the
 same step achieved here.  Every hour figure is an estimate; it assumes a GPU reaches the same
@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from rt_lib.footprint import (GPU_FP32_TFLOPS, matmul_rate, measured_hours, planning_table,
+from rt_lib.training.footprint import (GPU_FP32_TFLOPS, matmul_rate, measured_hours, planning_table,
                               profile_footprints)
 from rt_lib.pipeline.registry import profile_step_shapes
 

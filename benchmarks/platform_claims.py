@@ -10,7 +10,7 @@ ATen kernels); training grows that into another seed's numbers.  This runs the C
 one of :data:`PATHS` instead of scripts/kernel_env.sh's (each path named by what it changes),
 into ``benchmarks/results/platform/<path>/`` (never results/), then prints, per notebook and claim,
 the committed recording's status beside this path's, and the portable comparison the test command
-would make there (rt_lib/portable.py).  Every status must match: a claim that flips with the
+would make there (rt_lib/claims/portable.py).  Every status must match: a claim that flips with the
 rounding is a claim without a margin.  Prints; asserts nothing; exits 1 when a status differs.
 
 The paths: ``avx512`` (ATen's AVX-512 kernels, what an AVX-512 CPU runs without the project's
@@ -28,8 +28,8 @@ import sys
 import time
 from pathlib import Path
 
-from rt_lib.fingerprint import differences, fingerprint, recorded
-from rt_lib.portable import (claim_lines, claim_problems, claim_statuses, notebook_differences,
+from rt_lib.runtime.fingerprint import differences, fingerprint, recorded
+from rt_lib.claims.portable import (claim_lines, claim_problems, claim_statuses, notebook_differences,
                              numbers, stream_texts, tolerance_of)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,7 +48,7 @@ def path_env(name: str) -> dict[str, str]:
 
 
 def platform_of(name: str) -> dict:
-    out = subprocess.run([sys.executable, "-m", "rt_lib.fingerprint", "--json"],
+    out = subprocess.run([sys.executable, "-m", "rt_lib.runtime.fingerprint", "--json"],
                          env=path_env(name), capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
 
@@ -76,12 +76,12 @@ def _text_of(nb: dict) -> str:
 
 def _as_notebook(table: Path, path: Path) -> Path:
     """A one-cell notebook printing the claim lines of a run's ``claims.csv``, as its notebook
-    printed them (rt_lib.claims.Claim's str)."""
+    printed them (rt_lib.claims.ledger.Claim's str)."""
     import dataclasses
 
     import pandas as pd
 
-    from rt_lib.claims import Claim
+    from rt_lib.claims.ledger import Claim
 
     rows = pd.read_csv(table, keep_default_na=False)
     names = {f.name for f in dataclasses.fields(Claim)}

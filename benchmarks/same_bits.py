@@ -19,11 +19,11 @@ import hashlib
 import torch
 import torch.nn.functional as F
 
-from rt_lib import analysis, fourier
+from rt_lib.analysis import activations as analysis, fourier
 from rt_lib.model import LSTMConfig, TransformerConfig, build_model, miiii_config
 from rt_lib.tasks.miiii import miiii_task
 from rt_lib.tasks.modular import modular_addition
-from rt_lib.train import TrainConfig, make_optimizer, train_step
+from rt_lib.training.train import TrainConfig, make_optimizer, train_step
 
 
 def digest(*tensors: torch.Tensor) -> str:

@@ -9,7 +9,7 @@ cpu or cuda (timed with the device synchronised).
 Times one forward and backward pass of T_miiii with the CPU profile's settings (dropout on, full
 batch) on one torch thread: the plain model alone, and ``runs`` models of the same shape stacked
 along a leading axis (``torch.func.stack_module_state``) and ``vmap``-ed, each member with its own
-dropout mask (``randomness="different"``), as rt_lib/batched.py stacks restarts.  Prints the
+dropout mask (``randomness="different"``), as rt_lib/training/batched.py stacks restarts.  Prints the
 milliseconds per run of each: stacking pays only if the stacked pass costs less per run.  Then the
 same for the step's largest matrix product alone (the keys, queries and values of every position,
 [rows x 3, d] @ [d, 3d]), as one ``mm`` and as ``runs`` of them in one ``bmm``: the bound for any
@@ -26,7 +26,7 @@ import time
 import torch
 from torch.func import functional_call, stack_module_state, vmap
 
-from rt_lib import fast_paths
+from rt_lib.model import fast_paths
 from rt_lib.experiments.miiii_training import EXPERIMENT
 from rt_lib.model import build_model
 

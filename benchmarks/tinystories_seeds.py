@@ -34,7 +34,7 @@ other core busy with another benchmark; benchmarks/results/tinystories_seeds.md)
 skips the run and only re-reads an existing results folder.  A notebook cell that fails after
 the training cell (samples, claims) still leaves a complete metrics.csv, which is then read.
 
-Also printed: ``ranges_apart`` (the claim's comparison by rt_lib.verdicts.larger: every seed of
+Also printed: ``ranges_apart`` (the claim's comparison by rt_lib.claims.verdicts.larger: every seed of
 one side beyond every seed of the other) and ``pooled_seed_std`` per model kind (the root mean
 of the per-width variances; ``max``: the largest width's std), the seed noise of a single run.
 """
@@ -107,7 +107,7 @@ def seed_table(metrics: pd.DataFrame) -> pd.DataFrame:
             holds: pd.Series | None = None, lower: pd.Series | None = None,
             upper: pd.Series | None = None) -> None:
         """``lower``/``upper``: the two sets of seeds the claim compares (the claim: every
-        ``lower`` below every ``upper``); ``ranges_apart`` is rt_lib.verdicts.larger's test."""
+        ``lower`` below every ``upper``); ``ranges_apart`` is rt_lib.claims.verdicts.larger's test."""
         row = {"quantity": quantity, "model": model, "width": width, "ref_width": ref}
         row |= {f"seed_{r}": float(values[r]) for r in restarts}
         row |= stats(values)
@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nper-run metrics: {folder / 'metrics.csv'} ({len(metrics)} runs)")
     cols = ["model", "width", "restart", "seed", "valid_loss", "steps", "wall_time_s"]
     print(metrics[[c for c in cols if c in metrics]].to_string(index=False))
-    timings = folder / "metrics.timings.csv"  # rt_lib.io.save_csv keeps wall times apart
+    timings = folder / "metrics.timings.csv"  # rt_lib.runtime.io.save_csv keeps wall times apart
     if "wall_time_s" not in metrics and timings.exists():
         wall_s = pd.read_csv(timings).groupby(["model", "width"])["wall_time_s"].sum()
         print("training seconds per model and width (all restarts):\n" + wall_s.round(0).to_string())

@@ -33,11 +33,11 @@ from typing import Any
 
 import yaml
 
-from rt_lib import context
-from rt_lib.claims import Claims
-from rt_lib.context import CONFIGS, DEFAULT_PROFILE, base_profile, is_smoke
-from rt_lib.io import PROJECT_ROOT, atomic_write_text, folder_of, results_root, use_folder
-from rt_lib.params import Params, parameters_cell, plain
+from rt_lib.runtime import context
+from rt_lib.claims.ledger import Claims
+from rt_lib.runtime.context import CONFIGS, DEFAULT_PROFILE, base_profile, is_smoke
+from rt_lib.runtime.io import PROJECT_ROOT, atomic_write_text, folder_of, results_root, use_folder
+from rt_lib.runtime.params import Params, parameters_cell, plain
 
 PARAMETERS_FILE = "parameters.yaml"
 _SAFE = re.compile(r"[A-Za-z0-9_.,=\-\[\]]+")
@@ -74,18 +74,18 @@ class Experiment:
     reads: tuple[str, ...] = ()  # notebooks whose results it reads: it runs after them
     title: str = field(default="", compare=False)  # one line for listings
     # Claims measured not to show at the CPU profile's scale: {claim id: the measurement and the
-    # scale that shows it}.  Recorded and reported there, never failing its run (rt_lib.claims).
+    # scale that shows it}.  Recorded and reported there, never failing its run (rt_lib.claims.ledger).
     not_shown_on_cpu: dict[str, str] = field(default_factory=dict, compare=False)
     # The same for the GPU profile (configs/gpu/), where its shorter runs were measured not to
     # reach the scale a claim needs: a claim cut short there is not a claim that fails.
     not_shown_on_gpu: dict[str, str] = field(default_factory=dict, compare=False)
-    # The training steps the notebook takes, for rt_lib.footprint (peak memory, FLOPs per step
+    # The training steps the notebook takes, for rt_lib.training.footprint (peak memory, FLOPs per step
     # at a profile's batch): parameters -> [StepShape]; None for a notebook that trains nothing.
     step_shapes: Callable[[Any], list] | None = field(default=None, compare=False)
 
     def profile_config(self, profile: str) -> dict[str, Any]:
         """The values ``profile`` injects ({} for the CPU profile); a smoke profile's are its base
-        profile's with the experiment's smoke cuts (:attr:`rt_lib.params.Params.SMOKE`)."""
+        profile's with the experiment's smoke cuts (:attr:`rt_lib.runtime.params.Params.SMOKE`)."""
         if is_smoke(profile):
             return self.params.smoke_config(self.profile_config(base_profile(profile)))
         if profile == DEFAULT_PROFILE:
@@ -105,7 +105,7 @@ class Experiment:
 
     def parameters_cell(self) -> str:
         """The source of the notebook's parameters cell, written from :attr:`params`
-        (:func:`rt_lib.params.parameters_cell`; scripts/parameters_cells.py writes it)."""
+        (:func:`rt_lib.runtime.params.parameters_cell`; scripts/parameters_cells.py writes it)."""
         module = Path(inspect.getsourcefile(self.params)).resolve().relative_to(PROJECT_ROOT)
         return parameters_cell(self.params, str(module))
 

@@ -5,7 +5,7 @@
 # Nothing left to skip unseen: the smoke runs run (RT_TEST_SMOKE=0 would leave them out), the
 # figure tests compare (RT_REGENERATE_FIGURES=1 would rewrite the baselines and skip), the
 # TinyStories tests fail without the data instead of skipping; RT_PLATFORM is chosen by the
-# fingerprint (rt_lib/fingerprint.py), never inherited.
+# fingerprint (rt_lib/runtime/fingerprint.py), never inherited.
 export RT_THREADS=1
 export RT_REQUIRE_DATA=1
 unset ATEN_CPU_CAPABILITY MKL_CBWR ONEDNN_MAX_CPU_ISA OPENBLAS_CORETYPE

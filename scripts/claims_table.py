@@ -3,7 +3,7 @@
     .venv/bin/python scripts/claims_table.py [results root]      # default: results/
     .venv/bin/python scripts/claims_table.py --kept gpu          # the kept evidence of a profile
 
-One row per ledger claim (rt_lib/ledger.yaml) in the ledger's order, then the claims of our own:
+One row per ledger claim (rt_lib/claims/ledger.yaml) in the ledger's order, then the claims of our own:
 id, notebook, status (a claim not shown with its reason: runs, budget, contrary, noise), and
 what was measured with its margin (or why it was not checked).  A
 ledger claim no run under the root recorded reads "not run".  With ``--kept PROFILE`` the rows
@@ -17,8 +17,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from rt_lib import claims
-from rt_lib.io import PROJECT_ROOT
+from rt_lib.claims import ledger as claims
+from rt_lib.runtime.io import PROJECT_ROOT
 
 
 def rows(root: Path) -> list[tuple[str, str, str, str, str]]:

@@ -10,7 +10,7 @@ differ; images are compared byte for byte, widget ids (new at every run) are lef
 one line per notebook and, for each output that differs, its cell and the first characters of
 both texts from a little before the first difference; exits 1 when any differs.  With
 ``--portable``, the comparison the test command makes on another numeric platform
-(rt_lib/portable.py): numbers masked too (tests/nbval_sanitize_portable.cfg), images left out, and
+(rt_lib/claims/portable.py): numbers masked too (tests/nbval_sanitize_portable.cfg), images left out, and
 every claim line's status and numbers checked against the recording's.
 """
 
@@ -22,7 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rt_lib.portable import notebook_differences
+from rt_lib.claims.portable import notebook_differences
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,7 +35,7 @@ def main() -> int:
                              "is searched for <name>/<name>.ipynb")
     parser.add_argument("--portable", action="store_true",
                         help="compare as on another numeric platform: numbers masked, images "
-                             "left out, claims by status and tolerance (rt_lib/portable.py)")
+                             "left out, claims by status and tolerance (rt_lib/claims/portable.py)")
     args = parser.parse_args()
     changed = 0
     for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):

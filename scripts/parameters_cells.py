@@ -4,7 +4,7 @@
     .venv/bin/python scripts/parameters_cells.py --check  # exit 1 naming those that differ
 
 The Params class (rt_lib/experiments/<module>.py) is the one place of a notebook's defaults and
-their comments (:func:`rt_lib.params.parameters_cell`); tests/test_params_claims.py fails when a
+their comments (:func:`rt_lib.runtime.params.parameters_cell`); tests/runtime/test_params.py fails when a
 committed cell is not what this writes.  Only the cell's source changes: outputs stay, so no
 re-recording is needed unless a default changed (then re-record that notebook).
 """
@@ -15,8 +15,8 @@ import argparse
 import json
 import sys
 
-from rt_lib.io import atomic_write_text
-from rt_lib.io import available_notebooks
+from rt_lib.runtime.io import atomic_write_text
+from rt_lib.runtime.io import available_notebooks
 from rt_lib.pipeline.registry import registry
 
 

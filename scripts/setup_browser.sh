@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Debian's Chromium for the JupyterLab widget test (tests/test_browser.py): Playwright drives
+# Debian's Chromium for the JupyterLab widget test (tests/site/test_browser.py): Playwright drives
 # the system chromium, so no browser is downloaded.  Installs it where it can (root + apt-get);
 # anywhere else it says so and the browser test is skipped with that reason.  Never fatal.
 set -uo pipefail

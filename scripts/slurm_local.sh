@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A real one-node Slurm cluster on this machine, for the tests of `--executor slurm`
-# (tests/test_slurm.py): Debian's slurmctld, slurmd, slurm-client and munge (Slurm 22.05).
+# (tests/jobs/test_slurm.py): Debian's slurmctld, slurmd, slurm-client and munge (Slurm 22.05).
 #
 #   scripts/slurm_local.sh install      install the packages when missing (root + apt-get, as
 #                                       scripts/setup_browser.sh does for Chromium); never fatal

@@ -25,7 +25,7 @@ def results_tmp(tmp_path, monkeypatch):
 def run_context(monkeypatch):
     """A function that hands this process a run context as the runner does (``$RT_RUN``):
     the current one with the given fields changed; ``run_context(None)`` takes it away."""
-    from rt_lib import context
+    from rt_lib.runtime import context
 
     def hand(_clear: object = ..., **fields):
         if _clear is None:

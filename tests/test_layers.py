@@ -1,10 +1,11 @@
-"""The layers of rt_lib, bottom up: the core (model, tasks, training, analysis, plots, the
-declaration of an experiment, the job runner: rt_lib's top-level modules, rt_lib.tasks and
-rt_lib.jobs) imports nothing from the site, the experiments or the pipeline; the site (its pages,
-the evidence, the static explorers) and the experiments import nothing from each other or from
-the pipeline; the pipeline (the command line of ./run_all.sh) sits on top.  The core reads as
-a library, usable without ./run_all.sh, and the pipeline can change without touching what a model
-computes or what an experiment runs."""
+"""The layers of rt_lib, bottom up, each a folder: the runtime (io, context, seeding, params,
+fingerprint, manifest), then the model, the tasks, training and the jobs that run it; analysis and
+plots beside them; the claims (the ledger, verdicts, the portable comparison); the declaration of
+an experiment.  That core imports nothing from the site, the experiments or the pipeline; the site
+(its pages, the evidence, the static explorers) and the experiments import nothing from each other
+or from the pipeline; the pipeline (the command line of ./run_all.sh) sits on top.  The core reads
+as a library, usable without ./run_all.sh, and the pipeline can change without touching what a
+model computes or what an experiment runs."""
 
 from __future__ import annotations
 
@@ -19,8 +20,30 @@ ROOT = Path(rt_lib.__file__).parent
 UPPER = ("rt_lib.pipeline", "rt_lib.experiments", "rt_lib.site")
 
 
+#: Each folder of the core and the parts of rt_lib it may import: a layer sees only those below it.
+BELOW: dict[str, set[str]] = {
+    "runtime": set(),
+    "claims": {"runtime"},
+    "model": {"primes"},
+    "tasks": {"primes", "model", "runtime"},
+    "training": {"model", "tasks", "runtime"},
+    "jobs": {"training", "runtime"},
+    "analysis": {"model", "tasks", "runtime"},
+    "plots": {"analysis", "model", "tasks", "runtime"},
+}
+
+
 def core_modules() -> list[Path]:
-    return sorted([*ROOT.glob("*.py"), *(ROOT / "tasks").glob("*.py"), *(ROOT / "jobs").glob("*.py")])
+    upper = {up.split(".")[1] for up in UPPER}
+    return sorted(p for p in ROOT.rglob("*.py") if p.relative_to(ROOT).parts[0] not in upper)
+
+
+def layers_imported(path: Path, source: str | None = None) -> set[str]:
+    """The top-level parts of rt_lib (a folder or a module) that ``path`` imports, its own aside."""
+    own = path.relative_to(ROOT).parts[0].removesuffix(".py")
+    parts = {module.split(".")[1] for _, module in imported(path, source)
+             if module.startswith("rt_lib.") and module.count(".") >= 1}
+    return parts - {own}
 
 
 def imported(path: Path, source: str | None = None) -> list[tuple[int, str]]:
@@ -50,9 +73,39 @@ def upward(path: Path, source: str | None = None, upper: tuple[str, ...] = UPPER
 
 def test_the_core_imports_nothing_from_the_pipeline_or_the_experiments():
     modules = core_modules()
-    assert {"model.py", "train.py", "analysis.py", "plots.py", "io.py", "base.py", "experiment.py",
-            "executor.py", "resume.py"} <= {p.name for p in modules}
+    assert {"transformer.py", "train.py", "activations.py", "figures.py", "io.py", "base.py",
+            "experiment.py", "executor.py", "resume.py"} <= {p.name for p in modules}
     assert not [line for path in modules for line in upward(path)]
+
+
+def test_the_core_is_foldered_by_layer():
+    # what stays at rt_lib's top: the declaration of an experiment and a helper of model and tasks
+    assert {p.name for p in ROOT.glob("*.py")} == {"__init__.py", "experiment.py", "primes.py"}
+    assert set(BELOW) | {"experiments", "pipeline", "site"} == {
+        p.name for p in ROOT.iterdir() if (p / "__init__.py").exists()}
+
+
+def test_the_tests_mirror_the_folders():
+    # tests/<folder>/ tests rt_lib/<folder>/; what spans the project (these rules) stays at the top
+    tests = ROOT.parent / "tests"
+    mirrored = {p.name for p in tests.iterdir() if p.is_dir() and any(p.glob("test_*.py"))}
+    assert mirrored == set(BELOW) | {"experiments", "pipeline", "site"}
+
+
+@pytest.mark.parametrize("layer", sorted(BELOW))
+def test_each_layer_imports_only_the_layers_below_it(layer):
+    wrong = {f"{path.relative_to(ROOT.parent)} imports {part}"
+             for path in sorted((ROOT / layer).rglob("*.py"))
+             for part in layers_imported(path) - BELOW[layer]}
+    assert not wrong, sorted(wrong)
+
+
+def test_a_layer_import_from_above_is_found():
+    # the probe of a task importing training (a task above the loop that trains it) is refused
+    probe = ROOT / "tasks" / "probe.py"
+    assert layers_imported(probe, "from rt_lib.training.train import train\n") - BELOW["tasks"] == {"training"}
+    assert layers_imported(probe, "from ..runtime import seeding\n") - BELOW["tasks"] == set()
+    assert layers_imported(probe, "from .base import Task\n") == set()
 
 
 def test_the_experiments_import_nothing_from_the_pipeline_or_the_site():

@@ -19,15 +19,15 @@ import pandas as pd
 import yaml
 from torch import nn
 
-from rt_lib.batched import can_batch, train_batched
-from rt_lib.io import atomic_save_torch, atomic_write_text, load_torch, read_result, results_dir
+from rt_lib.training.batched import can_batch, train_batched
+from rt_lib.runtime.io import atomic_save_torch, atomic_write_text, load_torch, read_result, results_dir
 from rt_lib.jobs.executor import Job, current as current_executor, run_jobs
 from rt_lib.jobs.resume import resume_dir
 from rt_lib.model import LSTMConfig, TransformerConfig, build_model, count_params
-from rt_lib.params import Params, check_positive_ints
-from rt_lib.seeding import derive
+from rt_lib.runtime.params import Params, check_positive_ints
+from rt_lib.runtime.seeding import derive
 from rt_lib.tasks.base import Task
-from rt_lib.train import TrainConfig, TrainResult, train
+from rt_lib.training.train import TrainConfig, TrainResult, train
 
 #: Written by every grid beside its metrics: ``smaller_than_paper``, how the task is smaller
 #: than the paper's (None: the paper's, or not said), for Table 1's claims (notebook 07).
@@ -75,7 +75,7 @@ class GridParams(Params):
     """Parameters every restart-grid notebook shares; a notebook's class adds its task's fields
     and sets the recipe, which has no default here (widths, steps, batch, lr, warm-up,
     evaluations: each notebook's CPU profile, its one home).  Every value is checked when the
-    object is built (:class:`~rt_lib.params.Params`), before any work, naming the parameter."""
+    object is built (:class:`~rt_lib.runtime.params.Params`), before any work, naming the parameter."""
 
     models: tuple[str, ...] = ("random transformer", "trained transformer", "trained LSTM")  # also: "random LSTM"
     widths: tuple[int, ...]  # d_model; Table 1 reports 16 and 1024
@@ -198,10 +198,10 @@ class StreamGridParams(GridParams):
 
 def grid_step_shapes(params: GridParams, task: Task | None = None,
                      kinds: Sequence[str] | None = None) -> list:
-    """One :class:`~rt_lib.footprint.StepShape` per model kind at the widest width, with the
+    """One :class:`~rt_lib.training.footprint.StepShape` per model kind at the widest width, with the
     kind's steps and its runs (restarts over every width, a narrower width counted by its share
     of the matrix products, (width / widest)^2)."""
-    from rt_lib.footprint import StepShape
+    from rt_lib.training.footprint import StepShape
 
     task = task if task is not None else params.task()
     widest = max(params.widths)
@@ -294,7 +294,7 @@ def train_grid(task: Task, params: GridParams, checkpoint_dir: str | None = None
     derive from ``params.seed``.
 
     With ``params.batch_restarts`` the restarts of a transformer train as one stacked model
-    (:mod:`rt_lib.batched`; equal to one-by-one runs up to float rounding) where that is supported:
+    (:mod:`rt_lib.training.batched`; equal to one-by-one runs up to float rounding) where that is supported:
     no early stop, checkpoints, dropout or bf16 (the paper profiles' 10 restarts).  Off by default:
     on CPU it pays only for small models (benchmarks/bench_all.py, group "restarts").
 
@@ -418,7 +418,7 @@ def budget_status(history: pd.DataFrame, tail: float = 0.25, tolerance: float = 
 
 def load_checkpoint(path: str | Path) -> nn.Module:
     """Rebuild a model saved by :func:`train_grid` (config + weights); a checkpoint that does
-    not load (damaged, or not a grid's) raises :class:`~rt_lib.io.DamagedFileError` naming it and
+    not load (damaged, or not a grid's) raises :class:`~rt_lib.runtime.io.DamagedFileError` naming it and
     the notebook to rerun."""
     def rebuild(path: Path) -> nn.Module:
         state = load_torch(path)

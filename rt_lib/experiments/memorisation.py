@@ -7,12 +7,12 @@ from typing import Any, ClassVar, Literal
 
 import pandas as pd
 
-from rt_lib.claims import Claims
+from rt_lib.claims.ledger import Claims
 from rt_lib.experiments.common import (GridParams, GridResult, grid_step_shapes,
                                        run_task_grid)
 from rt_lib.experiment import Experiment
 from rt_lib.tasks import MemorisationTask, bits_memorised, bits_net_of_chance, memorisation
-from rt_lib.verdicts import bool_verdict, every, larger
+from rt_lib.claims.verdicts import bool_verdict, every, larger
 
 NAME = "05_memorisation"
 

@@ -13,14 +13,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rt_lib import fourier
-from rt_lib.claims import Claims
+from rt_lib.analysis import fourier
+from rt_lib.claims.ledger import Claims
 from rt_lib.experiments.miiii_training import NAME as TRAINING
 from rt_lib.experiments.miiii_training import (MiiiiParams, MiiiiRun, run, smoke_train_params,
                                                training_params)
 from rt_lib.experiment import Experiment
-from rt_lib.params import Params
-from rt_lib.verdicts import BUDGET, HOLDS, NOT_SHOWN, RUNS, Verdict, beyond_noise, every, larger
+from rt_lib.runtime.params import Params
+from rt_lib.claims.verdicts import BUDGET, HOLDS, NOT_SHOWN, RUNS, Verdict, beyond_noise, every, larger
 
 NAME = "12_miiii_embeddings"
 

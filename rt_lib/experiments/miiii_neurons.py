@@ -14,16 +14,16 @@ import pandas as pd
 import torch
 from torch import nn
 
-from rt_lib import fourier
-from rt_lib.claims import Claims
+from rt_lib.analysis import fourier
+from rt_lib.claims.ledger import Claims
 from rt_lib.experiments.miiii_training import NAME as TRAINING
 from rt_lib.experiments.miiii_training import (MiiiiParams, MiiiiRun, finished_run, run,
                                                smoke_train_params, snapshot_models,
                                                training_params)
 from rt_lib.experiment import Experiment
 from rt_lib.model import build_model
-from rt_lib.params import Params
-from rt_lib.verdicts import (BUDGET, HOLDS, NOT_SHOWN, RUNS, Verdict, bool_verdict, every,
+from rt_lib.runtime.params import Params
+from rt_lib.claims.verdicts import (BUDGET, HOLDS, NOT_SHOWN, RUNS, Verdict, bool_verdict, every,
                              larger)
 
 NAME = "13_miiii_neurons"
@@ -98,7 +98,7 @@ def active_frequency_table(grids: dict[int, np.ndarray], k_values: tuple[float, 
 
 def authors_active_frequency_table(grids: dict[int, np.ndarray], k_values: tuple[float, ...],
                                    neurons: int = 5) -> pd.DataFrame:
-    """Per snapshot: the authors' count of active frequencies (:func:`rt_lib.fourier.authors_active_counts`)
+    """Per snapshot: the authors' count of active frequencies (:func:`rt_lib.analysis.fourier.authors_active_counts`)
     for neuron 0, the one their figure shows, and its mean over their first ``neurons`` neurons,
     for each threshold mean + k std."""
     epochs = sorted(grids)

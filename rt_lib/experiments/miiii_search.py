@@ -27,16 +27,16 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from rt_lib.claims import Claims
+from rt_lib.claims.ledger import Claims
 from rt_lib.jobs.executor import Job, current as current_executor, run_jobs
-from rt_lib.seeding import default_jobs
+from rt_lib.runtime.seeding import default_jobs
 from rt_lib.jobs.resume import resume_dir
 from rt_lib.experiments.miiii_training import MiiiiParams
 from rt_lib.experiment import Experiment
-from rt_lib.io import damaged, results_dir
-from rt_lib.params import Params
-from rt_lib.train import train
-from rt_lib.verdicts import bool_verdict
+from rt_lib.runtime.io import damaged, results_dir
+from rt_lib.runtime.params import Params
+from rt_lib.training.train import train
+from rt_lib.claims.verdicts import bool_verdict
 
 if TYPE_CHECKING:  # annotations only; imported where used (the module docstring)
     import optuna
@@ -169,7 +169,7 @@ def _storage(url: str, attempts: int = 10) -> optuna.storages.BaseStorage:
 
 def open_study(params: SearchParams, worker: int = 0) -> optuna.Study:
     """Create or join the study; refuses one made with another space, objective or settings,
-    and a storage file that does not read (naming it: :class:`~rt_lib.io.DamagedFileError`)."""
+    and a storage file that does not read (naming it: :class:`~rt_lib.runtime.io.DamagedFileError`)."""
     import optuna
     import sqlalchemy
 
@@ -228,7 +228,7 @@ def finished(study: optuna.Study) -> int:
 
 
 def step_shapes(params: SearchParams) -> list:
-    """The costliest corner of the space (widest, most heads, rt_lib.footprint), for every trial."""
+    """The costliest corner of the space (widest, most heads, rt_lib.training.footprint), for every trial."""
     from rt_lib.experiments.miiii_training import step_shapes as miiii_shapes
 
     corner = {k: max(v) for k, v in params.space.items() if k in ("d_model", "n_heads")}

@@ -21,28 +21,29 @@ import numpy as np
 import pandas as pd
 from torch import nn
 
-from rt_lib import fourier
-from rt_lib.claims import Claims
+from rt_lib.analysis import fourier
+from rt_lib.claims.ledger import Claims
 from rt_lib.experiment import PARAMETERS_FILE, Experiment, current_profile, folder_name
-from rt_lib.grokfast import Grokfast
+from rt_lib.training.grokfast import Grokfast
 from rt_lib.jobs.executor import Job, current as current_executor, run_jobs
 from rt_lib.jobs.resume import resume_dir
-from rt_lib.io import (PROJECT_ROOT, CorruptFileError, atomic_save_torch, damaged, folder_of,
+from rt_lib.runtime.io import (PROJECT_ROOT, CorruptFileError, atomic_save_torch, damaged, folder_of,
                        load_torch, read_result, read_yaml_result, results_dir, results_root)
 from rt_lib.model import TransformerConfig, build_model, miiii_config
-from rt_lib.params import Params, plain
-from rt_lib.seeding import derive
+from rt_lib.runtime.params import Params, plain
+from rt_lib.runtime.seeding import derive
 from rt_lib.tasks.miiii import MASKED_PRIMES, VARIANTS, MultiPrimeTask, miiii_task
 from rt_lib.primes import is_prime
-from rt_lib.train import TrainConfig, TrainResult, log_spaced_steps, train
-from rt_lib.verdicts import (BUDGET, NOT_SHOWN, RUNS, Verdict, beyond_noise, bool_verdict,
+from rt_lib.training.train import TrainConfig, TrainResult, log_spaced_steps, train
+from rt_lib.claims.verdicts import (BUDGET, NOT_SHOWN, RUNS, Verdict, beyond_noise, bool_verdict,
                              every, first_in_order, larger)
 
 NAME = "11_miiii_training"
 #: The sources that decide what a run computes (model, task, loop, filter, seeds): their hash is
 #: part of every run's key, so a stored run made by other code is retrained, never reused.
-TRAINING_SOURCES = ("model.py", "fast_paths.py", "train.py", "grokfast.py", "seeding.py", "tasks/base.py",
-                    "tasks/miiii.py", "primes.py")
+TRAINING_SOURCES = ("model/transformer.py", "model/fast_paths.py", "training/train.py",
+                    "training/grokfast.py", "runtime/seeding.py", "tasks/base.py", "tasks/miiii.py",
+                    "primes.py")
 
 
 @cache
@@ -262,9 +263,9 @@ def runs_to_do(params: MiiiiParams) -> list[tuple[str, float, MiiiiParams]]:
 
 
 def step_shapes(params: MiiiiParams) -> list:
-    """T_miiii's full-batch step (rt_lib.footprint); every run of the notebook has its shape
+    """T_miiii's full-batch step (rt_lib.training.footprint); every run of the notebook has its shape
     (the baselines' tasks have the same inputs and fewer or as many heads)."""
-    from rt_lib.footprint import StepShape
+    from rt_lib.training.footprint import StepShape
 
     task = params.task("miiii")
     todo = runs_to_do(params)
@@ -426,7 +427,7 @@ def smoke_train_params(config: dict[str, Any]) -> dict[str, Any]:
 
 def explored_train_params(train_params: dict[str, Any]) -> dict[str, Any]:
     """``train_params`` of a notebook that reads notebook 11's runs, based on the folder of
-    notebook 11 it was handed (the run context's folders or :func:`rt_lib.io.use_folder`).
+    notebook 11 it was handed (the run context's folders or :func:`rt_lib.runtime.io.use_folder`).
 
     An exploration folder (``./run_all.sh --only 11,12 --set p=41`` hands 12
     ``11_miiii_training+p=41``) gives the parameters its ``parameters.yaml`` records, with
@@ -583,7 +584,7 @@ class NoiseMeasurement:
     profile's runs on seeds 0-2, every run for the same epochs, and kept every 250th epoch's
     validation accuracy.  A notebook run has one seed a side; its difference is judged against
     the spread of the seeds of one measurement that ran both sides
-    (rt_lib.verdicts.beyond_noise)."""
+    (rt_lib.claims.verdicts.beyond_noise)."""
 
     path: Path
     source: str  # how a verdict cites it
@@ -717,7 +718,7 @@ def check_claims(runs: dict[str, MiiiiRun], tables: dict[str, pd.DataFrame],
     whose run is not among them is recorded as not checked, saying which run it needs.
 
     ``seeds``: the same runs on further seeds (:func:`seed_runs`).  With three seeds a side the
-    comparisons are run against run (:mod:`rt_lib.verdicts`); with one they are judged against
+    comparisons are run against run (:mod:`rt_lib.claims.verdicts`); with one they are judged against
     the seed noise measured by benchmarks/miiii_budgets.py, where it was measured."""
     more = list((seeds or {}).values())
     more_tables = [{label: generalisation_table(r, params.generalised_at) for label, r in m.items()}

@@ -8,15 +8,15 @@ import numpy as np
 import pandas as pd
 import torch
 
-from rt_lib.analysis import best_circle_pcs, circularity, pca
-from rt_lib.claims import Claims
+from rt_lib.analysis.activations import best_circle_pcs, circularity, pca
+from rt_lib.claims.ledger import Claims
 from rt_lib.experiments.common import (GridParams, GridResult, grid_step_shapes,
                                        run_task_grid)
 from rt_lib.experiment import Experiment
 from rt_lib.experiments.reporting import check_solves
-from rt_lib.fourier import fourier_power
+from rt_lib.analysis.fourier import fourier_power
 from rt_lib.tasks import FiniteTask, modular_addition
-from rt_lib.verdicts import reaches
+from rt_lib.claims.verdicts import reaches
 
 NAME = "01_modular_addition"
 
@@ -59,7 +59,7 @@ def run(params: ModularAdditionParams, save_models: bool = True) -> GridResult:
 
 def key_frequency_share(W_E: torch.Tensor, top: int = 3) -> tuple[list[int], float]:
     """The ``top`` frequencies with the most power in the token embedding's Fourier transform
-    over token values (:func:`rt_lib.fourier.fourier_power`) and their share of the total: near 1
+    over token values (:func:`rt_lib.analysis.fourier.fourier_power`) and their share of the total: near 1
     when the embedding is a sum of ``top`` circles, whatever its PCs are."""
     power = fourier_power(W_E.detach().cpu().double().numpy())  # [p // 2]: frequencies 1..p // 2
     order = np.argsort(power)[::-1][:top]

@@ -9,15 +9,15 @@ from typing import ClassVar
 import pandas as pd
 from torch import Tensor, nn
 
-from rt_lib.analysis import attention_patterns, mean_ablate_heads, needle_head_scores
-from rt_lib.claims import Claims
+from rt_lib.analysis.activations import attention_patterns, mean_ablate_heads, needle_head_scores
+from rt_lib.claims.ledger import Claims
 from rt_lib.experiments.common import (GridResult, StreamGridParams, grid_step_shapes,
                                        run_task_grid)
 from rt_lib.experiment import Experiment
 from rt_lib.experiments.reporting import check_solves
 from rt_lib.model import build_model
 from rt_lib.tasks import NeedleInAHaystack
-from rt_lib.verdicts import (BUDGET, FAILS, HOLDS, MIN_RUNS, NOT_SHOWN, RUNS, Verdict, every,
+from rt_lib.claims.verdicts import (BUDGET, FAILS, HOLDS, MIN_RUNS, NOT_SHOWN, RUNS, Verdict, every,
                              larger)
 
 NAME = "02_needle_in_a_haystack"
@@ -102,7 +102,7 @@ UNTRAINED_SEEDS = (100, 101, 102)  # the baseline's initialisations, apart from 
 
 def best_head_scores(model: nn.Module, examples: Tensor) -> tuple[float, float]:
     """(the best layer-1 head's value -> marker score, the best last-layer head's query ->
-    value score) of ``model`` on ``examples`` (:func:`rt_lib.analysis.needle_head_scores`)."""
+    value score) of ``model`` on ``examples`` (:func:`rt_lib.analysis.activations.needle_head_scores`)."""
     scores = needle_head_scores(attention_patterns(model, examples), examples)
     return float(scores["value_to_marker"][0].max()), float(scores["query_to_value"][-1].max())
 
@@ -119,7 +119,7 @@ def head_ablations(model: nn.Module, task: NeedleInAHaystack,
     """Test accuracy of ``model`` as it is ("none"), with the circuit's two heads mean-ablated
     ("circuit": the best layer-1 value -> marker head and the best last-layer query -> value
     head, scored on ``examples``) and with the two heads that score least on the same jobs
-    ("control"), each pair at once (:func:`rt_lib.analysis.mean_ablate_heads`)."""
+    ("control"), each pair at once (:func:`rt_lib.analysis.activations.mean_ablate_heads`)."""
     scores = needle_head_scores(attention_patterns(model, examples), examples)
     first, last = scores["value_to_marker"][0], scores["query_to_value"][-1]
     top = len(model.blocks) - 1
@@ -149,7 +149,7 @@ def head_ablation_table(result: GridResult, examples: Tensor) -> pd.DataFrame:
 
 
 def ablation_ranges(table: pd.DataFrame) -> pd.DataFrame:
-    """:func:`head_ablation_table` as :func:`rt_lib.plots.plot_accuracy_ranges` reads it: median,
+    """:func:`head_ablation_table` as :func:`rt_lib.plots.figures.plot_accuracy_ranges` reads it: median,
     min and max over restarts per set of heads ablated."""
     return pd.DataFrame([{"heads ablated": label, "model": "random transformer",
                           "median": table[key].median(), "min": table[key].min(),

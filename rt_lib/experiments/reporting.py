@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rt_lib.claims import Claim, Claims
-from rt_lib.verdicts import reaches
+from rt_lib.claims.ledger import Claim, Claims
+from rt_lib.claims.verdicts import reaches
 
 
 def results_table(metrics: pd.DataFrame, metric: str = "test_acc",

@@ -13,8 +13,8 @@ Modular addition is measured here too (the paper shows its circle instead, Figur
 
 Models come from the checkpoints notebooks 01-05 and 08 save under ``results/`` (the widest
 width, restart 0); where none exists, a small one is trained here with that notebook's own
-settings at a smaller width and step count.  One function, :func:`~rt_lib.analysis.
-explained_variance`, computes the statistic for every model, and :func:`~rt_lib.analysis.
+settings at a smaller width and step count.  One function, :func:`~rt_lib.analysis.activations.
+explained_variance`, computes the statistic for every model, and :func:`~rt_lib.analysis.activations.
 isotropic_baseline` what states without any preferred direction would give at the same size.
 """
 
@@ -29,8 +29,8 @@ import pandas as pd
 import torch
 from torch import nn
 
-from rt_lib.analysis import explained_variance, hidden_states, isotropic_baseline
-from rt_lib.claims import Claims
+from rt_lib.analysis.activations import explained_variance, hidden_states, isotropic_baseline
+from rt_lib.claims.ledger import Claims
 from rt_lib.experiments.common import GridParams, load_checkpoint, train_grid
 from rt_lib.experiments.decimal_addition import DecimalParams
 from rt_lib.experiments.memorisation import MemorisationParams
@@ -39,11 +39,11 @@ from rt_lib.experiments.needle_in_a_haystack import NeedleParams
 from rt_lib.experiments.parentheses import ParenthesesParams
 from rt_lib.experiment import Experiment
 from rt_lib.experiments.tinystories import TinyStoriesParams
-from rt_lib.io import load_torch, read_csv_result, read_result, results_dir, results_root
-from rt_lib.params import Params, check_positive_ints
-from rt_lib.seeding import derive, set_threads
+from rt_lib.runtime.io import load_torch, read_csv_result, read_result, results_dir, results_root
+from rt_lib.runtime.params import Params, check_positive_ints
+from rt_lib.runtime.seeding import derive, set_threads
 from rt_lib.tasks.base import IGNORE, Task
-from rt_lib.verdicts import every, larger
+from rt_lib.claims.verdicts import every, larger
 
 NAME = "09_subspace"
 

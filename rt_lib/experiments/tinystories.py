@@ -18,13 +18,13 @@ import numpy as np
 import pandas as pd
 from torch import nn
 
-from rt_lib.claims import Claims
-from rt_lib.data import ENV_VAR, HOW_TO_GET_DATA, Stories, load_tinystories
+from rt_lib.claims.ledger import Claims
+from rt_lib.tasks.stories import ENV_VAR, HOW_TO_GET_DATA, Stories, load_tinystories
 from rt_lib.experiments.common import GridParams, GridResult, run_task_grid
 from rt_lib.experiment import Experiment
 from rt_lib.tasks.language import LanguageModelling
-from rt_lib.text import MIN_VOCAB, BPETokenizer, cached_tokenizer, generate
-from rt_lib.verdicts import MIN_RUNS, NOT_SHOWN, RUNS, Verdict, beyond_noise, bool_verdict, every, larger
+from rt_lib.tasks.tokenizer import MIN_VOCAB, BPETokenizer, cached_tokenizer, generate
+from rt_lib.claims.verdicts import MIN_RUNS, NOT_SHOWN, RUNS, Verdict, beyond_noise, bool_verdict, every, larger
 
 NAME = "08_tinystories"
 
@@ -84,7 +84,7 @@ class TinyStoriesParams(GridParams):
         "eval_every": 1, "n_valid_windows": 1, "sample_tokens": 8}
     #: The widest model the smoke test trains here. The widths above it run the same code at
     #: the paper's depth, vocabulary and context, only larger: the footprint table estimates
-    #: their steps (rt_lib.footprint). The trained width-4,096 model's weights, gradients and
+    #: their steps (rt_lib.training.footprint). The trained width-4,096 model's weights, gradients and
     #: AdamW moments alone take 14 GiB, more than fits beside the grid on this 24 GiB machine;
     #: width 2,048 fits, but its two models were the costliest part of the test command's
     #: smoke run (docs/profiles.md has the figures).
@@ -164,7 +164,7 @@ HUB_TRAIN_STORIES = 2_119_719
 
 
 def step_shapes(params: TinyStoriesParams) -> list:
-    """Both kinds at the widest width (rt_lib.footprint).  The shapes do not depend on the text:
+    """Both kinds at the widest width (rt_lib.training.footprint).  The shapes do not depend on the text:
     where the profile reads the hub (no network here), 2,000 local stories stand in for it and
     the steps of ``epochs`` are scaled from them to the hub's training split."""
     from rt_lib.experiments.common import grid_step_shapes

@@ -14,7 +14,7 @@ only the jobs whose result is not stored yet: a rerun after a failed, killed or 
 resubmits only what is missing.  An interrupted notebook cancels the jobs it submitted.
 
 The runner passes its choice to the notebooks it starts in their run context
-(:attr:`rt_lib.context.RunContext.executor`); the choice never changes a result, so it is not
+(:attr:`rt_lib.runtime.context.RunContext.executor`); the choice never changes a result, so it is not
 part of a run's key (an inline run and a Slurm run of the same settings are the same run).
 """
 
@@ -28,9 +28,9 @@ from typing import Any
 
 import yaml
 
-from rt_lib import context
-from rt_lib.io import PROJECT_ROOT, atomic_save_torch, checksum_path, load_torch
-from rt_lib.seeding import default_jobs
+from rt_lib.runtime import context
+from rt_lib.runtime.io import PROJECT_ROOT, atomic_save_torch, checksum_path, load_torch
+from rt_lib.runtime.seeding import default_jobs
 
 KINDS = ("inline", "local", "slurm")
 SLURM_CONFIG = PROJECT_ROOT / "configs" / "slurm.yaml"

@@ -3,8 +3,8 @@ key under ``results/<notebook>/resume/`` while the runner runs it, deleted once 
 
 from __future__ import annotations
 
-from rt_lib import context
-from rt_lib.io import RESUME, results_dir
+from rt_lib.runtime import context
+from rt_lib.runtime.io import RESUME, results_dir
 
 
 def resume_dir(name: str) -> str | None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import shutil
 import sys
 
-from rt_lib.context import DEFAULT_PROFILE
-from rt_lib.manifest import Manifest
+from rt_lib.runtime.context import DEFAULT_PROFILE
+from rt_lib.runtime.manifest import Manifest
 from rt_lib.pipeline.plan import Job, recorded_duration
 
 

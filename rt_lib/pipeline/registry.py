@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from rt_lib.experiment import PARAMETERS_FILE, Experiment
-from rt_lib.io import DamagedFileError, read_yaml_result, results_root
+from rt_lib.runtime.io import DamagedFileError, read_yaml_result, results_root
 
 
 def profile_step_shapes(profile: str, names: list[str] | None = None) -> list[tuple[str, Any]]:
     """``[(notebook, StepShape)]``: every training step each notebook (``names``; None: all)
-    takes in ``profile``, as its experiment declares (for :mod:`rt_lib.footprint`)."""
+    takes in ``profile``, as its experiment declares (for :mod:`rt_lib.training.footprint`)."""
     return [(name, shape) for name, exp in registry().items()
             if (names is None or name in names) and exp.step_shapes is not None
             for shape in exp.step_shapes(exp.profile_params(profile))]
@@ -45,7 +45,7 @@ def runs(root: Path | None = None) -> list[dict[str, Any]]:
     whatever the claims it recorded before failing), and ``damaged``: None, or the error naming a
     ``parameters.yaml`` or ``claims.csv`` that does not read and the notebook to rerun (one
     damaged run does not hide the others)."""
-    from rt_lib import claims
+    from rt_lib.claims import ledger as claims
 
     root = root or results_root()
     out = []

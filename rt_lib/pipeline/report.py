@@ -8,13 +8,13 @@ import sys
 import time
 from pathlib import Path
 
-from rt_lib import claims
-from rt_lib.context import DEFAULT_PROFILE, available_profiles, default_results_root
-from rt_lib.io import DamagedFileError, shown
+from rt_lib.claims import ledger as claims
+from rt_lib.runtime.context import DEFAULT_PROFILE, available_profiles, default_results_root
+from rt_lib.runtime.io import DamagedFileError, shown
 from rt_lib.site.evidence import kept_runs
 from rt_lib.pipeline.plan import available_notebooks, chunks
 from rt_lib.pipeline.registry import profile_step_shapes, runs
-from rt_lib.seeding import default_jobs
+from rt_lib.runtime.seeding import default_jobs
 
 
 def report_claims(folders: dict[str, Path]) -> None:
@@ -41,11 +41,11 @@ def report_claims(folders: dict[str, Path]) -> None:
 
 def report_footprints(profile: str, names: list[str], root: Path) -> None:
     """After a smoke test: peak memory and FLOPs of one step at ``profile``'s own batch, per
-    training step of each notebook (:mod:`rt_lib.footprint`), printed and kept in
+    training step of each notebook (:mod:`rt_lib.training.footprint`), printed and kept in
     ``<root>/footprint.csv``."""
-    from rt_lib.footprint import GIB, profile_footprints
+    from rt_lib.training.footprint import GIB, profile_footprints
 
-    print(f"one training step at the {profile} profile's batch (rt_lib.footprint: the peak "
+    print(f"one training step at the {profile} profile's batch (rt_lib.training.footprint: the peak "
           "resident memory of a process taking it, 'estimated' where the step was run on the "
           "meta device at that batch and taken here at a smaller one):", flush=True)
     start = time.perf_counter()
@@ -72,7 +72,7 @@ def list_runs(profile: str | None = None) -> int:
     many runs have a damaged record (each listed with the file and the notebook to rerun).  With
     a ``profile`` that comes in chunks (the GPU profile), its chunks first, each one job of
     scripts/gpu_run.sh."""
-    from rt_lib.fingerprint import status_line
+    from rt_lib.runtime.fingerprint import status_line
 
     print("notebooks:", ", ".join(available_notebooks()))
     print(status_line())

@@ -9,7 +9,7 @@
 The pipeline's rooms, in the order a run meets them: :mod:`~rt_lib.pipeline.plan` (validate and
 place every notebook before anything runs), :mod:`~rt_lib.pipeline.schedule` (run them, each in
 its own process, with :mod:`~rt_lib.pipeline.progress` lines),
-:mod:`~rt_lib.manifest` (what is up to date), :mod:`~rt_lib.pipeline.report` (claims,
+:mod:`~rt_lib.runtime.manifest` (what is up to date), :mod:`~rt_lib.pipeline.report` (claims,
 footprints, the :mod:`~rt_lib.site.pages`).  Executed notebooks land in
 ``results/<name>/<name>.ipynb`` (``results/<profile>/<name>/`` for other profiles), written to a
 temporary file first; a notebook that fails is kept as ``<name>.failed.ipynb`` with its error.
@@ -27,17 +27,17 @@ import os
 import signal
 import sys
 
-from rt_lib.context import DEFAULT_PROFILE, SMOKE, base_profile, env_threads, is_smoke
-from rt_lib.io import NOTEBOOKS, WriteFailedError, available_notebooks, notebooks_dir
+from rt_lib.runtime.context import DEFAULT_PROFILE, SMOKE, base_profile, env_threads, is_smoke
+from rt_lib.runtime.io import NOTEBOOKS, WriteFailedError, available_notebooks, notebooks_dir
 from rt_lib.jobs.executor import KINDS, as_fields
-from rt_lib.manifest import Manifest
+from rt_lib.runtime.manifest import Manifest
 from rt_lib.pipeline.plan import (Job, RunError, default_parameters, executor_config,
                                   notebook_parameters, parse_sets, plan)
 from rt_lib.pipeline.report import build_site_of, list_runs, report_claims, report_footprints
 from rt_lib.pipeline.schedule import (LOCK, exclusive, interrupt, remove_unfinished, run_jobs,
                                       stacks_on_sigusr1)
 from rt_lib.site.pages import SITE
-from rt_lib.seeding import default_jobs
+from rt_lib.runtime.seeding import default_jobs
 
 __all__ = ["Job", "LOCK", "RunError", "available_notebooks", "default_parameters", "exclusive",
            "main", "notebook_parameters", "notebooks_dir", "plan", "run_jobs"]

@@ -10,9 +10,9 @@ depend on the thread count, not on what else runs).  A notebook that reads anoth
 ahead of it starts first (wall times recorded in the committed notebooks), so that 11 -> 12 -> 13
 does not end up last.
 
-Each notebook's process gets its :class:`rt_lib.context.RunContext` (results root, profile,
+Each notebook's process gets its :class:`rt_lib.runtime.context.RunContext` (results root, profile,
 folders, run key, executor) as one value.  A notebook whose results are up to date
-(:mod:`rt_lib.manifest`) is skipped.  Interrupted (Ctrl-C, SIGTERM, even SIGKILL) a run
+(:mod:`rt_lib.runtime.manifest`) is skipped.  Interrupted (Ctrl-C, SIGTERM, even SIGKILL) a run
 leaves no notebook process behind; the next run removes the temporary files of unfinished writes
 and reruns only what did not finish (miiii runs resume from their checkpoint).
 """
@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rt_lib.context import DEFAULT_PROFILE, RunContext, env_threads, is_smoke
-from rt_lib.io import RESUME, atomic_path
-from rt_lib.manifest import Manifest, content_key, is_temporary
+from rt_lib.runtime.context import DEFAULT_PROFILE, RunContext, env_threads, is_smoke
+from rt_lib.runtime.io import RESUME, atomic_path
+from rt_lib.runtime.manifest import Manifest, content_key, is_temporary
 from rt_lib.pipeline.plan import Job, RunError, schedule
 from rt_lib.pipeline.progress import Ticker, clock, expected_seconds, progress_line
 
@@ -75,12 +75,12 @@ def execute(job: Job, output: Path, log_output: bool = False,
 
 
 def stamp_platform(path: Path) -> None:
-    """Write this process's numeric platform (:func:`rt_lib.fingerprint.fingerprint`; the
+    """Write this process's numeric platform (:func:`rt_lib.runtime.fingerprint.fingerprint`; the
     notebook's kernel inherited its environment) into an executed notebook's metadata: the test
     command compares a committed notebook bit for bit only on a platform that matches it."""
     import nbformat
 
-    from rt_lib.fingerprint import METADATA_KEY, fingerprint
+    from rt_lib.runtime.fingerprint import METADATA_KEY, fingerprint
 
     nb = nbformat.read(str(path), as_version=nbformat.NO_CONVERT)
     nb.metadata[METADATA_KEY] = fingerprint()
@@ -124,7 +124,7 @@ def _child(job: Job, output: Path, log_output: bool, parent: int, key: str,
     stacks_on_sigusr1()
     run = RunContext(
         results_root=job.output_dir.parent, profile=profile, threads=env_threads(),
-        # where this notebook writes and where the notebooks it reads wrote (rt_lib.io.folder_of)
+        # where this notebook writes and where the notebooks it reads wrote (rt_lib.runtime.io.folder_of)
         folders={**job.reads, job.name: job.folder},
         notebook=job.name, run_key=key,  # mid-run checkpoints resume only for these exact inputs
         executor=executor)

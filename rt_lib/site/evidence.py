@@ -37,13 +37,13 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from rt_lib import claims
+from rt_lib.claims import ledger as claims
 from rt_lib.experiment import PARAMETERS_FILE
-from rt_lib.context import DEFAULT_PROFILE, SMOKE, available_profiles
-from rt_lib.io import (PROJECT_ROOT, RESUME, DamagedFileError, available_notebooks, profile_options,
+from rt_lib.runtime.context import DEFAULT_PROFILE, SMOKE, available_profiles
+from rt_lib.runtime.io import (PROJECT_ROOT, RESUME, DamagedFileError, available_notebooks, profile_options,
                        atomic_write_text, read_yaml_result, results_root, sha256_file, shown)
-from rt_lib.manifest import FILENAME as MANIFEST
-from rt_lib.manifest import Entry, Manifest, describe, versions
+from rt_lib.runtime.manifest import FILENAME as MANIFEST
+from rt_lib.runtime.manifest import Entry, Manifest, describe, versions
 
 EVIDENCE_DIR = PROJECT_ROOT / "evidence"  # committed, beside results/ (which is not)
 PROVENANCE = "provenance.yaml"
@@ -351,7 +351,7 @@ class KeptRun:
 
 def read_kept(folder: Path) -> KeptRun:
     """One kept run: its provenance and the claims of each notebook; a damaged file raises
-    :class:`~rt_lib.io.DamagedFileError` naming it."""
+    :class:`~rt_lib.runtime.io.DamagedFileError` naming it."""
     try:
         record = read_yaml_result(folder / PROVENANCE)
         run = KeptRun(folder, record)

@@ -38,10 +38,10 @@ from pathlib import Path
 import nbformat
 import pandas as pd
 
-from rt_lib import claims
+from rt_lib.claims import ledger as claims
 from rt_lib.site.evidence import EVIDENCE_DIR, KeptRun, kept_runs, oldest_first
-from rt_lib.io import PROJECT_ROOT, atomic_path, atomic_write_text, shown
-from rt_lib.manifest import FILENAME as MANIFEST
+from rt_lib.runtime.io import PROJECT_ROOT, atomic_path, atomic_write_text, shown
+from rt_lib.runtime.manifest import FILENAME as MANIFEST
 
 SITE = "site"  # <profile root>/site/
 TEMPLATE_DIR = Path(__file__).parent / "template"
@@ -399,7 +399,7 @@ def build_site(root: Path, profile: str, names: list[str],
 # ---- the README's picture of the site ----------------------------------------------------------
 
 PICTURE = PROJECT_ROOT / "docs" / "site_claims.png"  # redrawn by every full CPU-profile run
-# The flags this sandbox needs (root, no GPU, a closed network): as tests/test_browser.py.
+# The flags this sandbox needs (root, no GPU, a closed network): as tests/site/test_browser.py.
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 

@@ -1,6 +1,6 @@
 """Kernel-free explorers: every view drawn in advance, switched in the browser.
 
-The ipywidgets explorers (:mod:`rt_lib.widgets`) need a live kernel; a reader of the rendered
+The ipywidgets explorers (:mod:`rt_lib.plots.explorers`) need a live kernel; a reader of the rendered
 notebook or of the companion site (:mod:`rt_lib.site.pages`) has none.  A :class:`FrameExplorer` draws
 every combination of its controls once (with the same ``plot_x`` functions as the live
 explorers), embeds the PNGs in one HTML output, and a few lines of plain JavaScript show the
@@ -23,9 +23,9 @@ import numpy as np
 from matplotlib.figure import Figure
 from torch import Tensor
 
-from rt_lib.analysis import PCA
-from rt_lib.plots import plot_attention, plot_embedding_circle
-from rt_lib.widgets import figure_png, neuron_figure
+from rt_lib.analysis.activations import PCA
+from rt_lib.plots.figures import plot_attention, plot_embedding_circle
+from rt_lib.plots.explorers import figure_png, neuron_figure
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from rt_lib.seeding import derive
+from rt_lib.runtime.seeding import derive
 
 IGNORE = -100  # target value of an unscored position (PyTorch's cross-entropy ignore_index)
 

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from rt_lib import fast_paths
+from rt_lib.model import fast_paths
 from rt_lib.model import Transformer, TransformerConfig, build_model
 from rt_lib.tasks.base import Batch, StreamTask
 

@@ -4,7 +4,7 @@ docs/papers.md, random transformers: tasks).
 :class:`LanguageModelling` is the :class:`~rt_lib.tasks.base.Task` the training loop sees: random
 windows of ``n_ctx + 1`` tokens of the training stream (stories joined by the end-of-text token),
 next-token targets at every position, and fixed non-overlapping windows of the held-out stories
-as the ``valid`` set.  The tokenizer and sampling live in :mod:`rt_lib.text`.
+as the ``valid`` set.  The tokenizer and sampling live in :mod:`rt_lib.tasks.tokenizer`.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from rt_lib.io import atomic_save_torch
-from rt_lib.seeding import derive
+from rt_lib.runtime.io import atomic_save_torch
+from rt_lib.runtime.seeding import derive
 from rt_lib.tasks.base import Batch, Task
 
 

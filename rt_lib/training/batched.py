@@ -1,0 +1,184 @@
+"""Restarts as one batched model: N seeds of one configuration trained together.
+
+The N models' parameters are stacked along a new leading axis (``torch.func.stack_module_state``)
+and the forward pass is ``vmap``-ed over it, so each step is one set of larger matmuls instead of N
+small ones.  AdamW is elementwise, so one AdamW over the stacked tensors is exactly N independent
+AdamWs (same lr schedule, weight decay per element); the summed loss gives each seed its own
+gradient.  Results equal N separate :func:`rt_lib.training.train.train` runs up to float rounding (tested).
+
+Gradient clipping is per seed (each seed's global norm, as ``clip_grad_norm_`` would compute it).
+Limits, checked: no gradient hook, checkpoints, early stop, bf16 or dropout; one shared training batch per step when the task is finite and full batch, otherwise each
+seed draws its own batches as in a separate run.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+
+import pandas as pd
+import torch
+from torch import nn
+from torch.func import functional_call, stack_module_state, vmap
+from tqdm.auto import tqdm
+
+from rt_lib.model import fast_paths
+from rt_lib.runtime.seeding import derive
+from rt_lib.tasks.base import Task
+from rt_lib.model import TransformerConfig, build_model
+from rt_lib.training.train import (NonFiniteLossError, TrainConfig, TrainResult, eval_due, evaluate,
+                          lr_lambda, param_groups, prepare, resolve_device)
+
+
+def unsupported(model_cfg: object, cfg: TrainConfig) -> str | None:
+    """Why restarts of this model and training configuration cannot train as one batched model
+    (None: they can)."""
+    if not isinstance(model_cfg, TransformerConfig):
+        return "batched training stacks transformers only"
+    if model_cfg.dropout:
+        return "batched training does not support dropout"
+    if cfg.checkpoint_path or cfg.stop_metric or cfg.bf16:
+        return "batched training supports no checkpoints, early stop or bf16"
+    return None
+
+
+def can_batch(model_cfg: object, cfg: TrainConfig) -> bool:
+    """Whether restarts of this model and training configuration can train as one batched model."""
+    return unsupported(model_cfg, cfg) is None
+
+
+def _check(models: Sequence[nn.Module], cfgs: Sequence[TrainConfig]) -> None:
+    if not models or len(models) != len(cfgs):
+        raise ValueError("give one TrainConfig per model (and at least one model)")
+    first = cfgs[0]
+    for cfg in cfgs:
+        if replace(cfg, seed=first.seed) != first:
+            raise ValueError("batched runs may differ in their seed only")
+    if any(getattr(m, "cfg", None) != getattr(models[0], "cfg", None) for m in models):
+        raise ValueError("batched runs need one model configuration")
+    reason = unsupported(getattr(models[0], "cfg", None), first)
+    if reason:
+        raise ValueError(reason)
+
+
+class LastLogits(nn.Module):
+    """``fast_paths.last_logits(model, tokens)`` as a module's forward, for ``functional_call``
+    (which runs a module's forward only); its parameters are the model's, under ``model.``."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return fast_paths.last_logits(self.model, tokens)
+
+
+class BatchedRestarts:
+    """N models of one configuration as one stacked model, stepped together (see the module)."""
+
+    def __init__(self, models: Sequence[nn.Module], task: Task, cfgs: Sequence[TrainConfig]):
+        _check(models, cfgs)
+        self.task, self.cfgs, self.cfg, self.n = task, list(cfgs), cfgs[0], len(models)
+        self.device = resolve_device(self.cfg.device)
+        prepare(self.cfg, self.device)
+        models = [m.to(self.device).train() for m in models]
+        self.params, self.buffers = stack_module_state(models)  # {name: [n, ...]}
+        trainable = {k for k, p in models[0].named_parameters() if p.requires_grad}
+        for name, value in self.params.items():
+            value.requires_grad_(name in trainable)
+        self.shared = self.cfg.batch_size is None  # finite full batch: every seed sees the same
+        # The module vmap calls with the stacked weights (its own stay on "meta", unused): SDPA
+        # has no vmap batching rule on CPU, so plain matmuls; distinct prefixes have a
+        # data-dependent shape, so per-seed batches share every one-token prefix ("vocab").
+        base = build_model(models[0].cfg, 0, fused_attention=False,
+                           last_position=models[0].last_position if self.shared else "vocab")
+        base = base.to("meta")
+        # last-position tasks: the shortcut where one applies, as in train_step
+        last = LastLogits(base)
+
+        def forward(p: dict, b: dict, x: torch.Tensor) -> torch.Tensor:
+            if not task.last_only:
+                return functional_call(base, (p, b), (x,))
+            p, b = ({f"model.{k}": v for k, v in d.items()} for d in (p, b))
+            return functional_call(last, (p, b), (x,))
+
+        self.forward = vmap(forward, in_dims=(0, 0, None if self.shared else 0))
+        # the seed axis leads: matrices have >= 3 axes, vectors 2
+        groups = param_groups(self.params.values(), self.cfg.weight_decay, matrix_ndim=3)
+        self.optimizer = torch.optim.AdamW(groups, lr=self.cfg.lr, betas=self.cfg.betas)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lr_lambda(self.cfg))
+        self.data_seeds = [derive(c.seed, "batches") for c in cfgs]
+        self.views = [copy.deepcopy(m) for m in models]  # per-seed modules for evaluation
+
+    def step(self, step: int) -> torch.Tensor:
+        """One optimiser step of every seed on its own batch; the per-seed losses [n]."""
+        task = self.task
+        if self.shared:
+            x, y = task.get_batch(step, None, self.data_seeds[0])
+            ys = [y] * self.n
+        else:
+            pairs = [task.get_batch(step, self.cfg.batch_size, s) for s in self.data_seeds]
+            x, ys = torch.stack([p[0] for p in pairs]), [p[1] for p in pairs]
+        x, ys = x.to(self.device), [y.to(self.device) for y in ys]
+        logits = self.forward(self.params, self.buffers, x)
+        # unbind, not logits[i]: each index's backward would fill a zero tensor of all n seeds
+        losses = torch.stack([task.loss(lg.float(), y) for lg, y in zip(logits.unbind(0), ys)])
+        self.optimizer.zero_grad(set_to_none=True)
+        losses.sum().backward()
+        if self.cfg.grad_clip is not None:
+            grads = [v.grad for v in self.params.values() if v.grad is not None]
+            norms = torch.stack([g.flatten(1).pow(2).sum(1) for g in grads]).sum(0).sqrt()  # [n]
+            coef = (self.cfg.grad_clip / (norms + 1e-6)).clamp(max=1.0)
+            for g in grads:
+                g.mul_(coef.view(-1, *[1] * (g.ndim - 1)))
+        self.optimizer.step()
+        self.scheduler.step()
+        return losses.detach()
+
+    def model(self, i: int) -> nn.Module:
+        """Seed i's current weights as an ordinary module (for evaluation and checkpoints)."""
+        view = self.views[i]
+        kept = view.state_dict().keys()  # not the non-persistent buffers (miiii's output masks)
+        with torch.no_grad():
+            view.load_state_dict({k: v[i] for k, v in (self.params | self.buffers).items()
+                                  if k in kept})
+        return view
+
+
+def train_batched(models: Sequence[nn.Module], task: Task,
+                  cfgs: Sequence[TrainConfig]) -> list[TrainResult]:
+    """Train ``models[i]`` with ``cfgs[i]`` (identical but for the seed), all at once."""
+    run = BatchedRestarts(models, task, cfgs)
+    cfg, n = run.cfg, run.n
+    due = eval_due(cfg)
+    rows: list[list[dict]] = [[] for _ in range(n)]
+    t0 = time.perf_counter()
+    disable = not cfg.progress or os.environ.get("TQDM_DISABLE", "") not in ("", "0")
+    first_bad = torch.zeros(n, dtype=torch.long, device=run.device)
+    for step in tqdm(range(cfg.steps), desc=f"{task.name} x{n} seeds", disable=disable,
+                     leave=False):
+        lr_now = run.optimizer.param_groups[0]["lr"]
+        losses = run.step(step)
+        # each member's first step with an infinite or NaN loss (0: none), read with the losses
+        first_bad = torch.where((first_bad == 0) & ~torch.isfinite(losses), step + 1, first_bad)
+        if due(step + 1) or step + 1 == cfg.steps:
+            for i, bad in enumerate(first_bad.tolist()):
+                if bad:
+                    raise NonFiniteLossError.of(
+                        f"{task.name}, seed {cfgs[i].seed} of {n} stacked",
+                        f"the training loss is not finite (inf or NaN) at step {bad}", cfg)
+        if due(step + 1):
+            for i in range(n):
+                row = {"step": step + 1, "lr": lr_now, "train_loss": float(losses[i])}
+                row.update(evaluate(run.model(i), task, cfg.eval_batch_size))
+                row["time_s"] = time.perf_counter() - t0
+                rows[i].append(row)
+    wall = time.perf_counter() - t0
+    return [TrainResult(model=run.model(i), history=pd.DataFrame(rows[i]), wall_time_s=wall / n,
+                        steps_done=cfg.steps, config=cfgs[i]) for i in range(n)]
+
+
+__all__ = ["BatchedRestarts", "can_batch", "train_batched"]

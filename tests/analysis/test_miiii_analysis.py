@@ -1,0 +1,215 @@
+"""miiii analysis (notebooks 12, 13, 15): correlations, singular-value marks, Fourier spectra,
+neuron grids, the neuron explorer, snapshots and the random-transformer variant."""
+
+import numpy as np
+import pytest
+import torch
+
+from rt_lib.analysis import fourier
+from rt_lib.experiments import miiii_training as mi
+from rt_lib.experiments import miiii_neurons as mn
+from rt_lib.experiments.miiii_training import MiiiiParams
+from rt_lib.experiments.random_miiii import RandomMiiiiParams, per_head_table
+from rt_lib.experiments.random_miiii import run as run_random
+from rt_lib.model import build_model, miiii_config
+from rt_lib.plots.explorers import neuron_explorer
+
+TINY = dict(p=7, epochs=12, eval_points=4, n_snapshots=3, d_model=16, n_heads=2, threads=1)
+
+
+def cos_grid(p, w0, w1, amplitude=1.0):
+    a = np.arange(p)
+    return amplitude * np.cos(2 * np.pi * (w0 * a[:, None] + w1 * a[None, :]) / p)
+
+
+def test_pearson_matches_numpy():
+    gen = np.random.default_rng(0)
+    a, b = gen.normal(size=50), gen.normal(size=50)
+    assert fourier.pearson(a, a * 3 + 1) == pytest.approx(1.0)
+    assert fourier.pearson(a, b) == pytest.approx(np.corrcoef(a, b)[0, 1])
+    with pytest.raises(ValueError, match="constant"):
+        fourier.pearson(a, np.ones(50))
+
+
+def test_positional_correlation_reads_the_two_digit_positions():
+    model = build_model(miiii_config(5, d_model=8, n_heads=2), 0)
+    with torch.no_grad():
+        model.W_pos[0] = torch.arange(8.0)
+        model.W_pos[1] = -2 * torch.arange(8.0)
+        model.W_pos[2] = torch.randn(8)  # the "=" position is not part of it
+    assert fourier.positional_correlation(model) == pytest.approx(-1.0)
+
+
+def test_positional_correlation_over_the_first_dims_only():
+    model = build_model(miiii_config(5, d_model=8, n_heads=2), 0)
+    with torch.no_grad():
+        model.W_pos[0] = torch.tensor([1.0, 2, 3, 4, 0, 5, 0, 5])
+        model.W_pos[1] = torch.tensor([1.0, 2, 3, 4, 5, 0, 5, 0])
+    # the first four dimensions agree exactly; the last four disagree
+    assert fourier.positional_correlation(model, dims=4) == pytest.approx(1.0)
+    w = model.W_pos.detach().numpy()
+    full = np.corrcoef(w[0], w[1])[0, 1]
+    assert fourier.positional_correlation(model) == pytest.approx(full)
+    with pytest.raises(ValueError, match="dims"):
+        fourier.positional_correlation(model, dims=9)
+
+
+def test_correlation_noise_is_the_spread_of_r_between_random_vectors():
+    gen = np.random.default_rng(0)
+    n = 37
+    rs = [np.corrcoef(gen.normal(size=n), gen.normal(size=n))[0, 1] for _ in range(4000)]
+    assert np.std(rs) == pytest.approx(fourier.correlation_noise(n), rel=0.05)
+
+
+def test_cumulative_marks_on_values_and_on_their_squares():
+    s = np.array([3.0, 2.0, 1.0])
+    # sums 3/6 = 0.5, 5/6 = 0.83, 1: half at the first value, 90 % needs all three
+    assert fourier.cumulative_marks(s, (0.5, 0.9)) == [1, 3]
+    # squares 9/14 = 0.64, 13/14 = 0.93: the variance is more concentrated
+    assert fourier.cumulative_marks(s, (0.5, 0.9), squared=True) == [1, 2]
+    with pytest.raises(ValueError):
+        fourier.cumulative_marks(s, (1.5,))
+
+
+def test_fourier_power_finds_the_embedding_frequencies():
+    p = 13
+    x = np.arange(p)
+    emb = np.stack([np.cos(2 * np.pi * 3 * x / p), np.sin(2 * np.pi * 3 * x / p),
+                    np.cos(2 * np.pi * 5 * x / p)], 1)
+    power = fourier.fourier_power(emb)
+    assert power.shape == (6,)  # w = 1..6
+    expected = np.zeros(6)
+    expected[2], expected[4] = 2 / 3, 1 / 3  # two unit columns at w = 3, one at w = 5
+    np.testing.assert_allclose(power, expected, atol=1e-12)
+    # even length: the Nyquist frequency is its own twin
+    alt = np.cos(np.pi * np.arange(8))[:, None]
+    np.testing.assert_allclose(fourier.fourier_power(alt), [0, 0, 0, 1], atol=1e-12)
+
+
+def test_active_and_top_frequencies_of_a_known_grid():
+    p = 11
+    grid = np.stack([cos_grid(p, 2, 4), cos_grid(p, 1, 0, 0.5) + cos_grid(p, 3, 3)], -1)
+    power = fourier.spectrum_2d(grid)
+    active = {tuple(pair) for pair in fourier.active_frequencies(power, k=1.0).tolist()}
+    assert active == {(2, 4), (1, 0), (3, 3)}  # each listed once, not with its twin (-w0, -w1)
+    top = fourier.top_frequencies(power[..., 1], 2)
+    # power ratio 1 : 0.25 between the (3, 3) and (1, 0) waves
+    assert [(a, b) for a, b, _ in top] == [(3, 3), (1, 0)]
+    assert [share for *_, share in top] == pytest.approx([0.8, 0.2])
+
+
+def test_interaction_share_separates_sums_from_products():
+    p = 11
+    additive = (cos_grid(p, 2, 0) + cos_grid(p, 0, 3))[..., None]  # f(x1) + g(x0)
+    product = (cos_grid(p, 2, 0) * cos_grid(p, 0, 3))[..., None]  # = half (2, 3) + half (2, -3)
+    # each unit wave has power p^4 / 2; the product's two half waves p^4 / 8 each, so doubling it
+    # gives both neurons the same power p^4
+    mixed = np.concatenate([additive, 2 * product], -1)
+    assert fourier.interaction_share(fourier.spectrum_2d(additive)) == pytest.approx(0.0, abs=1e-12)
+    assert fourier.interaction_share(fourier.spectrum_2d(product)) == pytest.approx(1.0)
+    assert fourier.interaction_share(fourier.spectrum_2d(mixed)) == pytest.approx(0.5)
+
+
+def test_neuron_grid_matches_the_full_forward():
+    p = 7
+    model = build_model(miiii_config(p, d_model=16, n_heads=2), 3)
+    grid = fourier.neuron_grid(model, p)
+    assert grid.shape == (p, p, 64)
+    with torch.no_grad():  # every position computed
+        _, cache = model.eval().run_with_cache(torch.tensor([[4, 2, p]]), ["blocks.0.mlp.hook_post"])
+    np.testing.assert_allclose(grid[4, 2], cache["blocks.0.mlp.hook_post"][0, -1].numpy(),
+                               atol=1e-5)
+
+
+def test_readout_strength_is_the_norm_through_each_head():
+    model = build_model(miiii_config(7, d_model=8, n_heads=2), 0)
+    strength = mn.readout_strength(model)
+    assert strength.shape == (32, 3)  # d_mlp x heads (q = 2, 3, 5)
+    w_out, w_u = model.blocks[0].mlp.W_out.detach(), model.W_U.detach()
+    assert strength[5, 1] == pytest.approx(float((w_out[5] @ w_u[1]).norm()), rel=1e-5)
+
+
+def test_neuron_explorer_redraws_on_every_slider():
+    p = 7
+    grids = {10: np.random.default_rng(0).normal(size=(p, p, 4)),
+             20: np.random.default_rng(1).normal(size=(p, p, 4))}
+    explorer = neuron_explorer(grids, (2, 3, 5))
+    sliders = {w.description: w for w in explorer.children[0].children}
+    image = explorer.children[-1]
+    assert set(sliders) == {"neuron", "epoch", "task q"}
+    for name, value in (("neuron", 2), ("epoch", 10), ("task q", 5)):
+        before = image.value
+        sliders[name].value = value
+        assert image.value != before, f"moving {name} did not change the figure"
+        assert image.value[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_training_params_rejects_unknown_keys():
+    with pytest.raises(ValueError, match="unknown keys"):
+        mi.training_params({"learning_rate": 1e-3}, ("miiii",))
+    with pytest.raises(ValueError, match="trainable"):
+        MiiiiParams(trainable="nothing")
+
+
+def test_runs_are_reused_and_snapshots_load(results_tmp):
+    params = mi.training_params(TINY, ("miiii",))
+    first = mi.load_runs(params)["miiii"]
+    again = mi.load_runs(params)["miiii"]  # loaded from its finished checkpoint, not retrained
+    assert again.folder == first.folder
+    assert again.result.history.equals(first.result.history)
+    models = mi.snapshot_models(again)
+    assert sorted(models) == list(models) and max(models) == 12
+    final = again.result.model.cpu()
+    for name, value in models[12].state_dict().items():
+        torch.testing.assert_close(value, final.state_dict()[name])
+
+
+def test_random_miiii_trains_only_the_embeddings(results_tmp):
+    params = RandomMiiiiParams(variants=("nanda",), train_params=TINY, widths=(16,))
+    runs = run_random(params)
+    random_run = runs["random (d=16) · T_nanda"]
+    assert random_run.result.model.cfg.trainable == "embeddings"
+    # the frozen block is still exactly its initialisation (same seed as MiiiiParams.model)
+    fresh = params.random(16).model(random_run.task)
+    trained = random_run.result.model.cpu()
+    torch.testing.assert_close(trained.blocks[0].mlp.W_in, fresh.blocks[0].mlp.W_in)
+    assert not torch.equal(trained.W_E, fresh.W_E)
+    table = per_head_table(runs, "nanda")
+    assert list(table.columns) == ["q", "trained (d=16)", "random (d=16)"]
+    with pytest.raises(ValueError, match="widths"):
+        RandomMiiiiParams(widths=(0,))
+
+
+def test_authors_neuron_spectrum_against_an_explicit_dft():
+    p, gen = 7, np.random.default_rng(1)
+    grid = gen.normal(size=(p, p, 3))
+    n = p - 1  # token 0 left out on both axes
+    g = grid[1:, 1:, 0]
+    expected = []
+    for v in range(n // 2 + 1):  # the second token's frequencies (real input: half the spectrum)
+        mags = [abs(sum(g[a, b] * np.exp(-2j * np.pi * (u * a + v * b) / n)
+                        for a in range(n) for b in range(n))) for u in range(n)]
+        expected.append(np.mean(mags))  # averaged over the first token's frequencies
+    spectrum = fourier.authors_neuron_spectrum(grid, neurons=2)
+    assert spectrum.shape == (2, n // 2 + 1)
+    np.testing.assert_allclose(spectrum[0], expected, rtol=1e-10)
+
+
+def test_authors_active_counts_normalise_each_frequency_over_time():
+    # frequency 0 is flat over time (1/3 each); frequency 1 puts 0.8 of its power at the last time
+    series = np.array([[1.0, 1.0], [1.0, 1.0], [1.0, 8.0]])
+    # shares 1/3, 1/3, 1/3, 0.1, 0.1, 0.8: mean 1/3, std 0.233, so only 0.8 is above mean + std
+    assert fourier.authors_active_counts(series, k=1.0).tolist() == [0, 0, 1]
+    # scaling one frequency's power changes nothing: the count is per frequency's own history
+    assert fourier.authors_active_counts(series * [5.0, 1.0], k=1.0).tolist() == [0, 0, 1]
+    with pytest.raises(ValueError, match="series"):
+        fourier.authors_active_counts(np.ones(4))
+
+
+def test_authors_table_counts_neuron_0_over_the_snapshots_in_epoch_order():
+    gen = np.random.default_rng(2)
+    grids = {epoch: gen.normal(size=(5, 5, 3)) for epoch in (100, 1, 10)}
+    table = mn.authors_active_frequency_table(grids, (1.0,), neurons=2)
+    assert table["epoch"].tolist() == [1, 10, 100]
+    series = np.stack([fourier.authors_neuron_spectrum(grids[e], 2)[0] for e in (1, 10, 100)])
+    assert table["active, neuron 0 (k = 1)"].tolist() == fourier.authors_active_counts(series, 1.0).tolist()
