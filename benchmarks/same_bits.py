@@ -24,6 +24,11 @@ from rt_lib.model import LSTMConfig, TransformerConfig, build_model, miiii_confi
 from rt_lib.tasks.miiii import miiii_task
 from rt_lib.tasks.modular import modular_addition
 from rt_lib.training.train import TrainConfig, make_optimizer, train_step
+from rt_lib.model import fast_paths
+
+#: the forward train_step runs for a task scored at every position (at commits before
+#: fast_paths.logits existed, the model's own forward was that)
+TRAINING_FORWARD = getattr(fast_paths, "logits", lambda model, x: model(x))
 
 
 def digest(*tensors: torch.Tensor) -> str:
@@ -75,7 +80,7 @@ def main() -> None:
     torch.manual_seed(3)
     x = torch.randint(0, 11, (64, 16), generator=torch.Generator().manual_seed(0))
     for _ in range(10):
-        loss = F.cross_entropy(model(x).flatten(0, 1), x.roll(1, 1).flatten())
+        loss = F.cross_entropy(TRAINING_FORWARD(model, x).flatten(0, 1), x.roll(1, 1).flatten())
         opt.zero_grad()
         loss.backward()
         opt.step()

@@ -1,29 +1,29 @@
-"""Speed paths beside :class:`rt_lib.model.Transformer`: the same arithmetic, regrouped.
+"""Speed paths beside :class:`rt_lib.model.Transformer`: the same logits, by regrouped arithmetic.
 
 :mod:`rt_lib.model` says what the model computes (``Transformer.forward``, the plain forward).
-This module computes some of the same numbers faster: each path is the plain forward's arithmetic
-regrouped, equal to it up to float rounding and tested against it (tests/model/test_fast_paths.py,
-tests/model/test_model.py, tests/training/test_batched.py, tests/model/test_plain_forward.py).  The model never calls
-it; the code that wants a shortcut calls it by name.
+This module computes the same logits faster, for training: each path is the plain forward's
+arithmetic regrouped, equal to it up to float rounding and tested against it
+(tests/model/test_fast_paths.py, tests/model/test_plain_forward.py, tests/training/test_batched.py).
+The model never calls it; the training loop (rt_lib/training/train.py), batched restarts
+(rt_lib/training/batched.py) and circuit imitation's target (rt_lib/tasks/imitation.py) call it by
+name.  Hooks are not run here: read or patch activations through the plain forward.
 
-Tasks scored at the last position only (modular addition, miiii, circuit imitation) need the
-logits there alone.  :func:`last_logits` is the one entry point: a shortcut's logits when one
-applies, else the plain forward's ``model(tokens, last_only=True)``.  It is called by the training
-loop's step and evaluation (rt_lib/training/train.py), batched restarts (rt_lib/training/batched.py) and circuit
-imitation's target (rt_lib/tasks/imitation.py), for every task with ``last_only``.  Which shortcut,
-under the model's ``last_position`` (a constructor option the model stores and never reads):
+* :func:`logits`: the forward with the **attention kernel** fastest at the sequence's length
+  (:func:`attention_kernel`: broadcast products up to SHORT_SEQ keys, SDPA beyond, or the plain
+  matmuls under vmap) and the **multi-task unembedding** over the classes that exist only
+  (:func:`unembed`).
+* :func:`last_logits`, for tasks scored at the last position only (modular addition, miiii,
+  circuit imitation): a **last-position shortcut** where one applies, else :func:`logits` at the
+  last position.  Which shortcut, under the model's ``last_position`` (a constructor option the
+  model stores and never reads):
 
-* ``"shared"`` (the default): a one-block model reads the keys and values of the earlier
-  positions from (position, token) tables (:func:`last_token_tables`); a deeper causal model
-  computes each distinct prefix once (:func:`last_shared_prefix`).
-* ``"vocab"``: as ``"shared"``, but the prefixes are every one-token prefix of the vocabulary, a
-  shape that does not depend on the data, which ``vmap`` needs (batched restarts,
-  :mod:`rt_lib.training.batched`).
-* ``"full"``: no shortcut; the plain forward, every row through every position.
-
-The attention kernels chosen by sequence length (broadcast products, SDPA) are not here: every
-forward takes them, whoever calls it, so they sit beside ``Attention`` in :mod:`rt_lib.model`
-(``attention_kernel``).
+  * ``"shared"`` (the default): a one-block model reads the keys and values of the earlier
+    positions from (position, token) tables (:func:`last_token_tables`); a deeper causal model
+    computes each distinct prefix once (:func:`last_shared_prefix`).
+  * ``"vocab"``: as ``"shared"``, but the prefixes are every one-token prefix of the vocabulary,
+    a shape that does not depend on the data, which ``vmap`` needs (batched restarts,
+    :mod:`rt_lib.training.batched`).
+  * ``"full"``: no shortcut.
 
 Shapes: b = batch, t = positions, u = distinct prefixes, d = d_model, h = n_heads, k = d_head,
 v = vocabulary.
@@ -32,22 +32,71 @@ v = vocabulary.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
-from rt_lib.model import Block, Transformer
+from rt_lib.model import Attention, Block, Transformer, attend
+from rt_lib.model.transformer import mask_future
+
+SHORT_SEQ = 8  # up to this many keys, attention is computed by broadcasting (attention_kernel)
+
+
+def logits(model: nn.Module, tokens: Tensor, last_only: bool = False) -> Tensor:
+    """``model(tokens, last_only)`` by the attention kernels and the multi-task unembedding over
+    the existing classes (a :class:`Transformer`; any other model by its own forward)."""
+    if not isinstance(model, Transformer):
+        return model(tokens, last_only=last_only)
+    x = model.embed(tokens)  # [b, t, d]
+    for i, block in enumerate(model.blocks):
+        # only the last position of the last block feeds a last-position loss
+        x = block_forward(model, block, x, last_only and i == len(model.blocks) - 1)
+    x = model.ln_final(x)
+    return unembed(model, x[:, -1] if last_only else x)
+
+
+def block_forward(model: Transformer, block: Block, x: Tensor, last_only: bool = False) -> Tensor:
+    """``block(x, last_only)`` with the attention kernel: x [b, t, d] -> [b, t, d], or [b, 1, d]."""
+    # in Block.forward's order: autograd sums the gradients reaching x in the order their
+    # operations were recorded, so the order is part of every result's bits
+    resid = x[:, -1:] if last_only else x
+    y = block.ln1(x)
+    q = block.attn.queries(y[:, -1:] if last_only else y)  # [b, h, tq, k]
+    key, value = block.attn.keys_values(y)  # [b, h, t, k]
+    return block.write(resid, mix(model, block.attn, q, key, value))
+
+
+def mix(model: Transformer, attn: Attention, q: Tensor, key: Tensor, value: Tensor) -> Tensor:
+    """``attn.mix(q, key, value)`` by the kernel fastest at this length: [b, tq, d]."""
+    causal = attn.cfg.causal and q.shape[2] > 1  # the last query sees every key
+    kernel = attention_kernel(key.shape[2], model.fused_attention)
+    return attn.out(kernel(q, key, value, causal, attn.p_drop, attn.training))
+
+
+def unembed(model: Transformer, x: Tensor) -> Tensor:
+    """``model.unembed(x)``: a multi-task model's logits by one [d, sum q] matmul over the classes
+    that exist, placed into [..., n_tasks, q_max] over -inf, without the columns of classes that
+    do not exist and without the einsum's broadcast copy of x."""
+    if model.cfg.out_sizes is None:
+        return x @ model.W_U
+    n, d, q = model.W_U.shape
+    columns = model.W_U.permute(1, 0, 2).reshape(d, n * q)[:, model.out_columns]
+    out = x.new_full((*x.shape[:-1], n * q), float("-inf"))
+    out = out.index_copy(-1, model.out_columns, x @ columns)
+    return out.view(*x.shape[:-1], n, q)
 
 
 def last_logits(model: nn.Module, tokens: Tensor) -> Tensor:
     """Logits [b, ...] at the last position of ``tokens`` [b, t]: by a shortcut where one applies
     (a :class:`Transformer`, its ``last_position`` allowing one, a batch that repeats what the
-    shortcut computes once), else by the plain ``model(tokens, last_only=True)``."""
+    shortcut computes once), else by :func:`logits` at the last position."""
     if isinstance(model, Transformer):
-        logits = last_position_logits(model, tokens)
-        if logits is not None:
-            return logits
-    return model(tokens, last_only=True)
+        out = last_position_logits(model, tokens)
+        if out is not None:
+            return out
+    return logits(model, tokens, last_only=True)
 
 
 def last_position_logits(model: Transformer, tokens: Tensor) -> Tensor | None:
@@ -86,16 +135,14 @@ def last_token_tables(model: Transformer, tokens: Tensor) -> Tensor:
     k_pre = k_tab[pos, :, tokens[:, :-1]].transpose(1, 2)
     v_pre = v_tab[pos, :, tokens[:, :-1]].transpose(1, 2)
     x = model.W_E[tokens[:, -1:]] + model.W_pos[t - 1 : t]  # [b, 1, d]
-    x = block_after(block, x, k_pre, v_pre)
-    return model.unembed(model.ln_final(x[:, -1]))
+    x = block_after(model, block, x, k_pre, v_pre)
+    return unembed(model, model.ln_final(x[:, -1]))
 
 
-def block_after(block: Block, x: Tensor, k_pre: Tensor, v_pre: Tensor) -> Tensor:
+def block_after(model: Transformer, block: Block, x: Tensor, k_pre: Tensor, v_pre: Tensor) -> Tensor:
     """``block`` on the stream x [b, t1, d] of the positions after those whose keys and values
     [b, h, t0, k] are given (computed elsewhere, as in incremental decoding): [b, t1, d], what the
-    block's plain forward gives at those positions.  The hook points on the queries, keys and
-    values are passed by, the rest see these positions alone: read activations through the plain
-    forward (``run_with_cache``)."""
+    block's plain forward gives at those positions."""
     attn = block.attn
     y = block.ln1(x)
     # queries before keys and values, as in Attention.forward: the order in which autograd sums
@@ -103,7 +150,7 @@ def block_after(block: Block, x: Tensor, k_pre: Tensor, v_pre: Tensor) -> Tensor
     q = attn.queries(y)  # [b, h, t1, k]
     key, value = attn.keys_values(y)
     key, value = torch.cat([k_pre, key], 2), torch.cat([v_pre, value], 2)
-    return block.write(x, attn.mix(q, key, value))
+    return block.write(x, mix(model, attn, q, key, value))
 
 
 def shared_prefixes(model: Transformer, tokens: Tensor) -> tuple[Tensor, Tensor] | None:
@@ -136,10 +183,10 @@ def last_shared_prefix(model: Transformer, tokens: Tensor, prefixes: Tensor,
     x = model.embed_dropout(model.W_E[tokens[:, -1:]] + model.W_pos[t - 1 : t])  # [b, 1, d]
     for i, block in enumerate(model.blocks):
         k_pre, v_pre = block.attn.keys_values(block.ln1(x_pre))  # [u, h, t-1, k]
-        x = block_after(block, x, k_pre[inverse], v_pre[inverse])
+        x = block_after(model, block, x, k_pre[inverse], v_pre[inverse])
         if i < len(model.blocks) - 1:
-            x_pre = block(x_pre)
-    return model.unembed(model.ln_final(x[:, -1]))
+            x_pre = block_forward(model, block, x_pre)
+    return unembed(model, model.ln_final(x[:, -1]))
 
 
 def distinct_rows(tokens: Tensor, d_vocab: int) -> tuple[Tensor, Tensor]:
@@ -162,5 +209,37 @@ def distinct_rows(tokens: Tensor, d_vocab: int) -> tuple[Tensor, Tensor]:
     return rows, inverse
 
 
-__all__ = ["block_after", "distinct_rows", "last_logits", "last_position_logits", "last_shared_prefix",
-           "last_token_tables", "shared_prefixes", "token_tables_apply"]
+# --- Attention kernels ----------------------------------------------------------------------------
+# The arithmetic of rt_lib.model.attend, regrouped for speed; equal to it up to float rounding
+# (tested).  mix runs the one attention_kernel picks.
+
+def attend_short(q: Tensor, key: Tensor, value: Tensor, causal: bool, p_drop: float,
+                 training: bool) -> Tensor:
+    """``attend`` by broadcast products: for few positions (modular addition, miiii: 2-3),
+    where the per-call cost of a matmul or of the fused kernel dominates."""
+    scores = (q[:, :, :, None, :] * key[:, :, None, :, :]).sum(-1) / math.sqrt(q.shape[-1])
+    scores = mask_future(scores) if causal else scores
+    pattern = F.dropout(scores.softmax(-1), p_drop, training)
+    return (pattern[..., None] * value[:, :, None, :, :]).sum(-2)  # [b, h, tq, k]
+
+
+def attend_fused(q: Tensor, key: Tensor, value: Tensor, causal: bool, p_drop: float,
+                 training: bool) -> Tensor:
+    """``attend`` by torch's fused kernel (scaled_dot_product_attention)."""
+    return F.scaled_dot_product_attention(q, key, value, is_causal=causal,
+                                          dropout_p=p_drop if training else 0.0)
+
+
+def attention_kernel(n_keys: int, fused: bool) -> Callable[..., Tensor]:
+    """The kernel of an attention over ``n_keys`` keys: broadcast products up to SHORT_SEQ keys;
+    beyond, SDPA when ``fused``, else the plain matmuls of ``attend`` (for vmap, which has no
+    batching rule for SDPA on CPU and would loop over the stacked seeds)."""
+    if n_keys <= SHORT_SEQ:
+        return attend_short
+    return attend_fused if fused else attend
+
+
+__all__ = ["SHORT_SEQ", "attend_fused", "attend_short", "attention_kernel", "block_after",
+           "block_forward", "distinct_rows", "last_logits", "last_position_logits",
+           "last_shared_prefix", "last_token_tables", "logits", "mix", "shared_prefixes",
+           "token_tables_apply", "unembed"]

@@ -12,20 +12,17 @@ One `Transformer` class covers both papers:
 Shapes use b = batch, t = positions, d = d_model, h = n_heads, k = d_head, m = d_mlp, v = vocab.
 
 ``Transformer.forward`` is the plain forward: embed, blocks, final LayerNorm, unembed
-(``last_only``: the last position alone, the same arithmetic restricted to it).  Its activations
-pass through hook points named as in TransformerLens (``hook_embed``, ``blocks.0.attn.hook_pattern``,
-``blocks.0.mlp.hook_post``, ``blocks.0.hook_resid_post``, ...): :meth:`Hooked.run_with_cache` reads
-them, :meth:`Hooked.run_with_hooks` reads or replaces them (ablation, patching).  Speed sits beside
-it, never inside:
+(``last_only``: the last position alone, the same arithmetic restricted to it).  Attention is
+softmax(q k^T / sqrt(d_head)) applied to the values; a multi-task model's logits are one einsum
+per head, masked beyond each head's classes.  Its activations pass through hook points named as in
+TransformerLens (``hook_embed``, ``blocks.0.attn.hook_pattern``, ``blocks.0.mlp.hook_post``,
+``blocks.0.hook_resid_post``, ...): :meth:`Hooked.run_with_cache` reads them,
+:meth:`Hooked.run_with_hooks` reads or replaces them (ablation, patching).
 
-* the attention kernels (end of this file): with no hook on the pattern, attention runs the
-  arithmetic of :func:`attend` by the kernel fastest at its length, broadcast products up to
-  SHORT_SEQ keys, SDPA beyond; equal up to rounding (tests/model/test_model.py).  The choice is one
-  call in ``Attention.mix`` and stays in this file, because every forward takes it: a
-  result does not depend on who called the model.
-* the last-position shortcuts, :mod:`rt_lib.model.fast_paths`: regrouped arithmetic for tasks scored at
-  the last position, called by name (``fast_paths.last_logits``) by the code that trains and
-  scores such tasks.  This module does not import it.
+Speed sits beside it, never inside: :mod:`rt_lib.model.fast_paths` computes the same logits by
+regrouped arithmetic (attention kernels chosen by length, the multi-task unembedding over the
+existing classes only, last-position shortcuts), equal up to float rounding and tested against
+this forward.  The training loop calls it by name; this module does not import it.
 """
 
 from __future__ import annotations
@@ -47,8 +44,6 @@ LSTMTrainable = Literal["all", "embeddings"]
 LSTMInit = Literal["pytorch", "small"]
 # Which shortcut fast_paths.last_logits may take for Transformer(cfg, last_position=...).
 LastPosition = Literal["shared", "vocab", "full"]
-
-SHORT_SEQ = 8  # up to this many keys, attention is computed by broadcasting (attention_kernel)
 
 #: Which parameter names each ``trainable`` setting leaves trainable (Zhong & Andreas, Table 2).
 TRAINABLE_PARAMS: dict[str, frozenset[str] | None] = {
@@ -176,7 +171,7 @@ def sinusoidal_positions(n_ctx: int, d_model: int) -> Tensor:
     return table
 
 
-def _mask_future(scores: Tensor) -> Tensor:
+def mask_future(scores: Tensor) -> Tensor:
     """Causal mask on attention scores [..., t, t]: query i sees keys 0..i only."""
     t = scores.shape[-1]
     keep = torch.ones(t, t, dtype=torch.bool, device=scores.device).tril()
@@ -187,7 +182,7 @@ def attention_pattern(q: Tensor, key: Tensor, causal: bool) -> Tensor:
     """softmax(q key^T / sqrt(k)) per head (Vaswani et al. 2017): q [b, h, tq, k], key
     [b, h, t, k] -> pattern [b, h, tq, t], each query's weights over the keys."""
     scores = q @ key.transpose(-1, -2) / math.sqrt(q.shape[-1])  # [b, h, tq, t]
-    scores = _mask_future(scores) if causal else scores
+    scores = mask_future(scores) if causal else scores
     return scores.softmax(-1)
 
 
@@ -212,8 +207,7 @@ class HookPoint(nn.Module):
         return x
 
     def active(self) -> bool:
-        """Whether a hook is registered here (the attention pattern is then computed plainly, so
-        that there is one to hook)."""
+        """Whether a hook is registered here."""
         return bool(self._forward_hooks or self._forward_pre_hooks)
 
 
@@ -280,11 +274,11 @@ class LayerNorm(nn.Module):
 
 
 class Attention(nn.Module):
-    def __init__(self, cfg: TransformerConfig, fused: bool = True):
+    def __init__(self, cfg: TransformerConfig):
         super().__init__()
         h, d, k = cfg.n_heads, cfg.d_model, cfg.d_head
         self.cfg = cfg
-        self.fused = fused  # which kernel runs beyond SHORT_SEQ keys: see attention_kernel
+        self.p_drop = cfg.dropout if cfg.dropout_at == "gpt2" else 0.0  # GPT-2: on the pattern
         self.hook_q, self.hook_k, self.hook_v = HookPoint(), HookPoint(), HookPoint()  # [b, h, t, k]
         self.hook_pattern = HookPoint()  # [b, h, tq, t]: query attends to key
         self.hook_z = HookPoint()  # [b, h, tq, k]: each head's output before W_O
@@ -329,15 +323,12 @@ class Attention(nn.Module):
         and value [b, h, t, k] -> [b, tq, d]."""
         # The last query sees every key, so the causal mask only matters for several queries.
         causal = self.cfg.causal and q.shape[2] > 1
-        p_drop = self.cfg.dropout if self.cfg.dropout_at == "gpt2" else 0.0  # on the pattern
-        if self.hook_pattern.active():  # a hook reads the pattern: the plain computation
-            pattern = self.hook_pattern(attention_pattern(q, key, causal))
-            z = F.dropout(pattern, p_drop, self.training) @ value
-        else:  # the same arithmetic by the kernel fastest at this length (attention_kernel)
-            z = attention_kernel(key.shape[2], self.fused)(q, key, value, causal, p_drop,
-                                                           self.training)
-        z = self.hook_z(z)
-        # Sum over heads of z_h @ W_O[h]: [b, h, tq, k] -> [b, tq, d].
+        pattern = self.hook_pattern(attention_pattern(q, key, causal))  # [b, h, tq, t]
+        z = self.hook_z(F.dropout(pattern, self.p_drop, self.training) @ value)  # [b, h, tq, k]
+        return self.out(z)
+
+    def out(self, z: Tensor) -> Tensor:
+        """The heads' outputs z [b, h, tq, k] summed through W_O: [b, tq, d]."""
         b_, h, tq, k = z.shape
         out = z.transpose(1, 2).reshape(b_, tq, h * k) @ self.W_O.reshape(h * k, -1)
         return out + self.b_O if self.cfg.bias else out
@@ -411,10 +402,10 @@ def init_parameter(leaf: str, param: Tensor, cfg: TransformerConfig) -> None:
 
 
 class Block(nn.Module):
-    def __init__(self, cfg: TransformerConfig, fused_attention: bool = True):
+    def __init__(self, cfg: TransformerConfig):
         super().__init__()
         self.ln1 = LayerNorm(cfg.d_model, cfg.layernorm)
-        self.attn = Attention(cfg, fused_attention)
+        self.attn = Attention(cfg)
         self.ln2 = LayerNorm(cfg.d_model, cfg.layernorm)
         self.mlp = MLP(cfg)
         self.dropout = BatchDropout(cfg.dropout) if cfg.dropout_mask == "batch" else nn.Dropout(cfg.dropout)
@@ -449,13 +440,13 @@ class Block(nn.Module):
 class Transformer(Hooked):
     """tokens [b, t] -> logits [b, t, v]; [b, v] with ``last_only``; [b, (t,) n_tasks, q] multi-task.
 
-    ``forward`` is the plain forward.  Options that change how, never what, it computes (equal up
-    to float rounding, tested): ``last_position`` is stored for the last-position shortcuts of
-    :func:`rt_lib.model.fast_paths.last_logits`, which read it (forward never does): "shared" (each
-    distinct prefix once; one block: (position, token) key/value tables), "vocab" (every
-    one-token prefix of the vocabulary: a data-independent shape that vmap needs, for
-    rt_lib/training/batched.py) or "full" (none: the plain forward); ``fused_attention`` uses SDPA beyond
-    SHORT_SEQ keys (False: plain matmuls, for vmap).
+    ``forward`` is the plain forward.  Two options are stored for :mod:`rt_lib.model.fast_paths`
+    and never read by ``forward``: ``last_position``, which last-position shortcut
+    ``fast_paths.last_logits`` may take ("shared": each distinct prefix once, or for one block
+    (position, token) key/value tables; "vocab": every one-token prefix of the vocabulary, a
+    data-independent shape that vmap needs, for rt_lib/training/batched.py; "full": none), and
+    ``fused_attention``, whether its attention kernel beyond a few keys is SDPA (False: plain
+    matmuls, for vmap).
     """
 
     def __init__(self, cfg: TransformerConfig, last_position: LastPosition = "shared",
@@ -464,6 +455,7 @@ class Transformer(Hooked):
         _check_choice("last_position", last_position, get_args(LastPosition))
         self.cfg = cfg
         self.last_position = last_position  # read by fast_paths.last_logits, not by forward
+        self.fused_attention = fused_attention  # read by fast_paths' attention, not by forward
         self.W_E = nn.Parameter(torch.empty(cfg.d_vocab, cfg.d_model))  # [v, d]
         if cfg.pos_embed == "learned":
             self.W_pos = nn.Parameter(torch.empty(cfg.n_ctx, cfg.d_model))  # [t, d]
@@ -475,7 +467,7 @@ class Transformer(Hooked):
             self.register_buffer("W_pos", table)
         self.hook_embed = HookPoint()  # [b, t, d]: W_E[tokens]
         self.hook_pos_embed = HookPoint()  # [t, d]: W_pos[:t]
-        self.blocks = nn.ModuleList(Block(cfg, fused_attention) for _ in range(cfg.n_layers))
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
         self.ln_final = LayerNorm(cfg.d_model, cfg.layernorm)
         n_tasks = len(cfg.out_sizes) if cfg.out_sizes is not None else None
         shape = (cfg.d_model, cfg.n_out) if n_tasks is None else (n_tasks, cfg.d_model, cfg.n_out)
@@ -484,8 +476,9 @@ class Transformer(Hooked):
             # Class c of task i exists only if c < q_i; the rest are masked to -inf.
             valid = torch.arange(cfg.n_out)[None, :] < torch.tensor(cfg.out_sizes)[:, None]
             self.register_buffer("out_mask", valid, persistent=False)
-            # Flat indices (into n_tasks * q_max) of the classes that exist: only these logits are
-            # computed (p = 113: sum of q over the 29 primes < 113 is 1,480 of 29 * 109 = 3,161).
+            # Flat indices (into n_tasks * q_max) of the classes that exist, for fast_paths.unembed,
+            # which computes only these (p = 113: 1,480 of 29 * 109 = 3,161), kept here because a
+            # buffer moves with the model (device, vmap's stacked state) and costs no sync per step.
             self.register_buffer("out_columns", valid.flatten().nonzero().squeeze(1),
                                  persistent=False)
         self.embed_dropout = nn.Dropout(cfg.dropout if cfg.dropout_at == "gpt2" else 0.0)
@@ -518,18 +511,12 @@ class Transformer(Hooked):
         return self.unembed(x)
 
     def unembed(self, x: Tensor) -> Tensor:
-        """x [..., d] -> logits [..., v], or [..., n_tasks, q_max] with one unembedding per task."""
+        """x [..., d] -> logits [..., v], or [..., n_tasks, q_max] with one unembedding per task,
+        the classes beyond each task's q at -inf."""
         if self.cfg.out_sizes is None:
             return x @ self.W_U
-        # One [d, sum q] matmul over the existing classes of every head, placed into
-        # [..., n_tasks, q_max] over -inf: the same logits as a per-head einsum followed by a
-        # mask, without the columns of classes that do not exist and without the einsum's
-        # broadcast copy of x.
-        n, d, q = self.W_U.shape
-        columns = self.W_U.permute(1, 0, 2).reshape(d, n * q)[:, self.out_columns]
-        logits = x.new_full((*x.shape[:-1], n * q), float("-inf"))
-        logits = logits.index_copy(-1, self.out_columns, x @ columns)
-        return logits.view(*x.shape[:-1], n, q)
+        logits = torch.einsum("...d,ndq->...nq", x, self.W_U)  # [..., n_tasks, q_max]
+        return logits.masked_fill(~self.out_mask, float("-inf"))
 
 
 @dataclass(frozen=True)
@@ -627,34 +614,3 @@ def eval_mode(model: nn.Module) -> Iterator[nn.Module]:
         yield model
     finally:
         model.train(was_training)
-
-
-# --- Attention kernels ----------------------------------------------------------------------------
-# The arithmetic of `attend`, regrouped for speed; equal to it up to float rounding (tested).
-# Attention.mix runs the one attention_kernel picks whenever no hook reads the pattern.
-
-def attend_short(q: Tensor, key: Tensor, value: Tensor, causal: bool, p_drop: float,
-                 training: bool) -> Tensor:
-    """:func:`attend` by broadcast products: for few positions (modular addition, miiii: 2-3),
-    where the per-call cost of a matmul or of the fused kernel dominates."""
-    scores = (q[:, :, :, None, :] * key[:, :, None, :, :]).sum(-1) / math.sqrt(q.shape[-1])
-    scores = _mask_future(scores) if causal else scores
-    pattern = F.dropout(scores.softmax(-1), p_drop, training)
-    return (pattern[..., None] * value[:, :, None, :, :]).sum(-2)  # [b, h, tq, k]
-
-
-def attend_fused(q: Tensor, key: Tensor, value: Tensor, causal: bool, p_drop: float,
-                 training: bool) -> Tensor:
-    """:func:`attend` by torch's fused kernel (scaled_dot_product_attention)."""
-    return F.scaled_dot_product_attention(q, key, value, is_causal=causal,
-                                          dropout_p=p_drop if training else 0.0)
-
-
-def attention_kernel(n_keys: int, fused: bool) -> Callable[..., Tensor]:
-    """The kernel of an attention over ``n_keys`` keys that records no pattern: broadcast
-    products up to SHORT_SEQ keys; beyond, SDPA when ``fused``, else the plain matmuls of
-    :func:`attend` (for vmap, which has no batching rule for SDPA on CPU and would loop over
-    the stacked seeds)."""
-    if n_keys <= SHORT_SEQ:
-        return attend_short
-    return attend_fused if fused else attend

@@ -64,16 +64,19 @@ def _check(models: Sequence[nn.Module], cfgs: Sequence[TrainConfig]) -> None:
         raise ValueError(reason)
 
 
-class LastLogits(nn.Module):
-    """``fast_paths.last_logits(model, tokens)`` as a module's forward, for ``functional_call``
-    (which runs a module's forward only); its parameters are the model's, under ``model.``."""
+class FastLogits(nn.Module):
+    """The training forward, ``fast_paths.last_logits(model, tokens)`` (``last_only``) or
+    ``fast_paths.logits(model, tokens)``, as a module's forward, for ``functional_call`` (which
+    runs a module's forward only); its parameters are the model's, under ``model.``."""
 
-    def __init__(self, model: nn.Module):
+    def __init__(self, model: nn.Module, last_only: bool):
         super().__init__()
-        self.model = model
+        self.model, self.last_only = model, last_only
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        return fast_paths.last_logits(self.model, tokens)
+        if self.last_only:
+            return fast_paths.last_logits(self.model, tokens)
+        return fast_paths.logits(self.model, tokens)
 
 
 class BatchedRestarts:
@@ -96,14 +99,12 @@ class BatchedRestarts:
         base = build_model(models[0].cfg, 0, fused_attention=False,
                            last_position=models[0].last_position if self.shared else "vocab")
         base = base.to("meta")
-        # last-position tasks: the shortcut where one applies, as in train_step
-        last = LastLogits(base)
+        # the training forward, as in train_step (last-position tasks: the shortcut where one applies)
+        fast = FastLogits(base, task.last_only)
 
         def forward(p: dict, b: dict, x: torch.Tensor) -> torch.Tensor:
-            if not task.last_only:
-                return functional_call(base, (p, b), (x,))
             p, b = ({f"model.{k}": v for k, v in d.items()} for d in (p, b))
-            return functional_call(last, (p, b), (x,))
+            return functional_call(fast, (p, b), (x,))
 
         self.forward = vmap(forward, in_dims=(0, 0, None if self.shared else 0))
         # the seed axis leads: matrices have >= 3 axes, vectors 2

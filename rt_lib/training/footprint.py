@@ -33,7 +33,7 @@ import psutil
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from rt_lib.model import LSTMConfig, ModelConfig, TransformerConfig, build_model
+from rt_lib.model import LSTMConfig, ModelConfig, TransformerConfig, build_model, fast_paths
 from rt_lib.runtime.seeding import set_threads
 from rt_lib.tasks.base import Task
 from rt_lib.training.train import TrainConfig, make_optimizer, train_step
@@ -102,7 +102,7 @@ def peak_resident_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-#: Model options of the step run on the meta device: the plain forward.  The transformer's
+#: Model options of the step run on the meta device: no last-position shortcut.  The transformer's
 #: last-position shortcut ("shared": each distinct prefix once) depends on the data, which the
 #: meta device does not have; without it the step does at least the work of the real one, so its
 #: FLOPs and memory are upper bounds of a step that takes the shortcut.
@@ -114,7 +114,7 @@ MIN_ROWS = 4  # the larger of the two batches an estimate extrapolates from has 
 
 def _step(shape: StepShape, rows: int, plain: bool, out: multiprocessing.Queue) -> None:
     """In a fresh process: build, two steps (the first counted, the second timed), report.
-    ``plain``: the plain forward (:data:`PLAIN`), as on the meta device."""
+    ``plain``: without the last-position shortcut (:data:`PLAIN`), as on the meta device."""
     set_threads(1)
     base = resident_bytes()
     model = build_model(shape.model, 0, **(PLAIN.get(type(shape.model), {}) if plain else {}))
@@ -160,8 +160,8 @@ def rough_flops(shape: StepShape, rows: int) -> float:
 
 def on_meta(shape: StepShape, rows: int) -> tuple[float, float, int] | None:
     """(estimated peak bytes, FLOPs, parameters) of one step at ``rows`` rows, from the step
-    run on the meta device (shapes only: no memory, no arithmetic, any size) with the plain
-    forward (:data:`PLAIN`); None where the model cannot run there.  The estimate is the
+    run on the meta device (shapes only: no memory, no arithmetic, any size) with the training
+    forward without its last-position shortcuts (:data:`PLAIN`); None where the model cannot run there.  The estimate is the
     weights, gradients and AdamW's two moments of the trained ones, plus every activation
     autograd keeps for the backward pass (summed by a saved-tensor hook, each storage once); the
     backward's transients come on top."""
@@ -180,7 +180,7 @@ def on_meta(shape: StepShape, rows: int) -> tuple[float, float, int] | None:
 
         with FlopCounterMode(display=False) as counter:
             with torch.autograd.graph.saved_tensors_hooks(keep, lambda t: t):
-                logits = model(x, last_only=shape.task.last_only)
+                logits = fast_paths.logits(model, x, last_only=shape.task.last_only)
                 loss = shape.task.loss(logits.float(), y)
             loss.backward()
     except (NotImplementedError, RuntimeError):
@@ -200,7 +200,7 @@ def measure(shape: StepShape, max_flops: float = 2e11) -> Footprint:
       device at the profile's batch (:func:`on_meta`), its estimate a lower bound; timed at one
       row here where that row costs at most 20 x ``max_flops``;
     - else taken here at two batches within ``max_flops`` (the larger and a quarter of it) with
-      the plain forward (:data:`PLAIN`: the same work whatever the data), the peak extrapolated
+      no last-position shortcut (:data:`PLAIN`: the same work whatever the data), the peak extrapolated
       linearly in the batch (a step's memory is affine in it); FLOPs counted on the meta device
       at the profile's batch, or extrapolated alike where the model cannot run there:
       estimated."""

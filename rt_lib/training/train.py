@@ -185,8 +185,10 @@ def evaluate(model: nn.Module, task: Task, batch_size: int = 8192,
                 xb = x[start : start + batch_size].to(device)
                 yb = y[start : start + batch_size].to(device)
                 with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-                    # last-position tasks: the shortcut where one applies (rt_lib/model/fast_paths.py)
-                    logits = fast_paths.last_logits(model, xb) if task.last_only else model(xb)
+                    # the training forward (rt_lib/model/fast_paths.py): last-position tasks
+                    # by the shortcut where one applies
+                    logits = (fast_paths.last_logits(model, xb) if task.last_only
+                              else fast_paths.logits(model, xb))
                 for key, values in task.scores(logits.float(), yb).items():
                     sums[key] = sums.get(key, 0.0) + values.double().sum().item()
             for key, total in sums.items():
@@ -212,10 +214,11 @@ def train_step(model: nn.Module, task: Task, optimizer: torch.optim.Optimizer, x
 
     No ``.item()`` here: the loss is read only when an evaluation is due, so on a GPU the loop
     runs ahead of the kernels (the shared-prefix forward's ``unique`` is the one wait).  The
-    benchmarks time exactly this function.  A task scored at the last position takes the
-    shortcut of :func:`rt_lib.model.fast_paths.last_logits` where one applies."""
+    benchmarks time exactly this function.  The forward is the plain one's arithmetic
+    regrouped for speed (:func:`rt_lib.model.fast_paths.logits`); a task scored at the last
+    position takes the shortcut of :func:`rt_lib.model.fast_paths.last_logits` where one applies."""
     with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=cfg.bf16):
-        logits = fast_paths.last_logits(model, x) if task.last_only else model(x)
+        logits = fast_paths.last_logits(model, x) if task.last_only else fast_paths.logits(model, x)
     loss = task.loss(logits.float(), y)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()

@@ -8,6 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import rt_lib.model
+from rt_lib.model import fast_paths
 from rt_lib.model.fast_paths import last_logits, shared_prefixes
 from rt_lib.model import (LSTM, TRAINABLE_PARAMS, LSTMConfig, Transformer, TransformerConfig,
                           build_model, count_params, eval_mode, miiii_config,
@@ -54,11 +55,11 @@ def test_non_causal_attention_sees_the_future():
     assert not torch.allclose(model(x)[:, 0], model(y)[:, 0])
 
 
-def test_a_hooked_pattern_equals_fused_attention_and_is_a_causal_distribution():
+def test_a_hooked_forward_equals_the_plain_one_and_its_pattern_is_a_causal_distribution():
     model = build_model(tiny(), 0)
     x = tokens()
     logits, cache = model.run_with_cache(x)
-    torch.testing.assert_close(logits, model(x), rtol=1e-5, atol=1e-6)
+    assert torch.equal(logits, model(x))  # reading changes nothing: one path, hooked or not
     pattern = cache["blocks.0.attn.hook_pattern"]  # [b, h, t, t]
     assert pattern.shape == (3, 4, 5, 5)
     torch.testing.assert_close(pattern.sum(-1), torch.ones(3, 4, 5))
@@ -230,19 +231,19 @@ def test_options_are_constructor_arguments_and_change_how_not_what():
     assert shared_prefixes(models["shared"], x) is not None
     assert shared_prefixes(models["vocab"], x) is not None
     assert shared_prefixes(models["full"], x) is None
-    # "full" runs the plain forward: bit for bit the path a hook on the pattern forces
+    # forward never reads the options: the plain forward, bit for bit, whatever they say
     plain = models["full"](x, last_only=True)
     assert torch.equal(plain, models["shared"].run_with_cache(x, last_only=True)[0])
-    assert torch.equal(last_logits(models["full"], x), plain)
+    torch.testing.assert_close(last_logits(models["full"], x), plain, rtol=1e-5, atol=1e-6)
     for mode in ("shared", "vocab"):
-        assert torch.equal(models[mode](x, last_only=True), plain)  # forward never reads it
+        assert torch.equal(models[mode](x, last_only=True), plain)
         torch.testing.assert_close(last_logits(models[mode], x), plain, rtol=1e-5, atol=1e-6)
     # the same weights whatever the options (they are not part of the initialisation)
     for name, p in models["shared"].state_dict().items():
         assert torch.equal(p, models["full"].state_dict()[name])
     unfused = build_model(cfg, 1, fused_attention=False)
-    assert all(b.attn.fused for b in models["full"].blocks)
-    assert not any(b.attn.fused for b in unfused.blocks)
+    assert models["full"].fused_attention and not unfused.fused_attention
+    assert torch.equal(unfused(x), models["full"](x))  # the plain forward does not read it either
     assert not hasattr(Transformer, "share_prefixes") and not hasattr(Transformer, "fused")
     with pytest.raises(ValueError, match="last_position='distinct' is not one of"):
         build_model(cfg, 1, last_position="distinct")
@@ -252,7 +253,8 @@ def test_unfused_attention_equals_the_fused_kernel_on_long_sequences():
     cfg = tiny(d_vocab=11, n_ctx=12)  # 12 > SHORT_SEQ positions: SDPA when fused
     x = tokens(b=4, t=12)
     fused, unfused = build_model(cfg, 0), build_model(cfg, 0, fused_attention=False)
-    torch.testing.assert_close(fused(x), unfused(x), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(fast_paths.logits(fused, x), fast_paths.logits(unfused, x),
+                               rtol=1e-5, atol=1e-6)
 
 
 def test_eval_mode_restores_the_training_flag():

@@ -1,5 +1,6 @@
-"""The model's structure: ``Transformer.forward`` is the plain forward; the last-position
-shortcuts live in rt_lib/model/fast_paths.py and are called by name (``fast_paths.last_logits``)."""
+"""The model's structure: ``Transformer.forward`` is the plain forward; the attention kernels, the
+multi-task unembedding and the last-position shortcuts live in rt_lib/model/fast_paths.py, called
+by name by the code that trains (``fast_paths.logits``, ``fast_paths.last_logits``)."""
 
 import ast
 import inspect
@@ -9,9 +10,9 @@ import torch
 
 import rt_lib.model
 from rt_lib.model import fast_paths
-from rt_lib.model import (SHORT_SEQ, LSTMConfig, Transformer, TransformerConfig, attend,
-                          attend_fused, attend_short, attention_kernel, attention_pattern,
+from rt_lib.model import (LSTMConfig, Transformer, TransformerConfig, attend, attention_pattern,
                           build_model, miiii_config)
+from rt_lib.model.fast_paths import SHORT_SEQ, attend_fused, attend_short, attention_kernel
 from rt_lib.tasks.modular import modular_addition
 from rt_lib.training.train import TrainConfig, make_optimizer, train_step
 
@@ -27,9 +28,17 @@ def _imported_modules(module) -> set[str]:
 
 
 def test_model_module_does_not_import_the_shortcuts():
-    assert not any("fast_paths" in name for name in _imported_modules(rt_lib.model))
-    assert "fast_paths" not in inspect.getsource(Transformer.forward)
+    transformer = rt_lib.model.transformer
+    assert not any("fast_paths" in name for name in _imported_modules(transformer))
     assert "rt_lib.model" in _imported_modules(fast_paths)  # the other way round
+    # the plain forward names no kernel and no shortcut: one pattern, softmax(q k^T / sqrt(k)),
+    # for every length, and a masked einsum for a multi-task readout
+    T, B, A = Transformer, transformer.Block, transformer.Attention
+    code = "".join(inspect.getsource(f) for f in (T.forward, T.embed, T.unembed, B.forward, B.write,
+                                                   A.forward, A.mix, A.out))
+    for name in ("fast_paths", "scaled_dot_product_attention", "SHORT_SEQ", "attend_short",
+                 "index_copy"):
+        assert name not in code, name
 
 
 def _blocked(*args, **kwargs):
@@ -37,9 +46,9 @@ def _blocked(*args, **kwargs):
 
 
 def test_forward_runs_no_shortcut_whatever_last_position_says(monkeypatch):
-    for name in ("last_logits", "last_position_logits", "last_token_tables",
-                 "last_shared_prefix", "shared_prefixes", "token_tables_apply"):
-        monkeypatch.setattr(fast_paths, name, _blocked)
+    for name in fast_paths.__all__:
+        if callable(getattr(fast_paths, name)):
+            monkeypatch.setattr(fast_paths, name, _blocked)
     cfg = TransformerConfig(d_vocab=5, n_ctx=2, d_model=16, n_layers=2, n_heads=2)
     x = torch.cartesian_prod(torch.arange(5), torch.arange(5))  # 5 prefixes, 25 rows
     outs = [build_model(cfg, 0, last_position=mode)(x, last_only=True)
@@ -70,11 +79,39 @@ def test_last_logits_takes_a_shortcut_equal_to_the_plain_forward(n_layers):
     assert torch.equal(finite, torch.isfinite(fast))
     torch.testing.assert_close(fast[finite], plain[finite], rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(plain, model(x)[:, -1], rtol=1e-5, atol=1e-6)
-    # no shortcut allowed, or none for this model: exactly the plain forward
+    # no shortcut allowed, or none for this model: the training forward at the last position
     full = build_model(model.cfg, 0, last_position="full")
-    assert torch.equal(fast_paths.last_logits(full, x), full(x, last_only=True))
+    assert torch.equal(fast_paths.last_logits(full, x), fast_paths.logits(full, x, last_only=True))
     lstm = build_model(LSTMConfig(d_vocab=14, d_model=8), 0)
     assert torch.equal(fast_paths.last_logits(lstm, x), lstm(x, last_only=True))
+
+
+@pytest.mark.parametrize("fused", [True, False])
+@pytest.mark.parametrize("kind", ["gpt2 short", "gpt2 long", "miiii", "bias, no layernorm"])
+def test_the_training_forward_equals_the_plain_forward(kind, fused):
+    """fast_paths.logits (kernels by length, the unembedding over existing classes) against
+    Transformer.forward, at every position and at the last alone, in eval and in train mode
+    without dropout; and its gradients."""
+    gen = torch.Generator().manual_seed(3)
+    if kind == "miiii":
+        cfg, t, v = miiii_config(13, d_model=32, n_heads=4, dropout=0.0), 3, 14
+    else:
+        t = 12 if kind == "gpt2 long" else 5  # beyond SHORT_SEQ keys: SDPA when fused
+        cfg = TransformerConfig(d_vocab=9, n_ctx=t, d_model=16, n_layers=2, n_heads=2,
+                                dropout=0.0, bias=kind.startswith("bias"),
+                                layernorm=not kind.startswith("bias"))
+        v = 9
+    model = build_model(cfg, 0, fused_attention=fused)
+    x = torch.randint(0, v, (6, t), generator=gen)
+    for last_only in (False, True):
+        plain, fast = model(x, last_only=last_only), fast_paths.logits(model, x, last_only)
+        assert fast.shape == plain.shape
+        finite = torch.isfinite(plain)  # miiii: classes beyond q are -inf in both
+        assert torch.equal(finite, torch.isfinite(fast))
+        torch.testing.assert_close(fast[finite], plain[finite], rtol=1e-5, atol=1e-5)
+    grads = [torch.autograd.grad(out[torch.isfinite(out)].square().sum(), model.W_E)[0]
+             for out in (model(x), fast_paths.logits(model, x))]
+    torch.testing.assert_close(grads[1], grads[0], rtol=1e-4, atol=1e-5)
 
 
 def test_attention_kernel_is_chosen_by_length_and_equals_the_plain_attention():
