@@ -226,9 +226,12 @@ def plot_completions(ax: Axes, prompt: str, completions: Mapping[str, str],
 
 
 def plot_explained_variance(ax: Axes, summary: pd.DataFrame, kinds: tuple[str, ...] = (
-        "random transformer", "trained transformer"), k: int = 10) -> Axes:
+        "random transformer", "trained transformer"), k: int = 10,
+        runs: pd.DataFrame | None = None) -> Axes:
     """Tables 4/5/7 as bars: per task, each kind's top-k PC share (solid) and top-k neuron share
-    (hatched) of the hidden-state variance; ``summary`` is ``subspace.summary``'s table."""
+    (hatched) of the hidden-state variance; ``summary`` is ``subspace.summary``'s table (medians
+    over restarts).  ``runs``: one row per model (``subspace.last_layer``'s, columns task, model,
+    pcs, neurons), drawn as dots over its bar, so that the spread behind each median shows."""
     tasks = list(summary["task"])
     bar = 0.8 / (2 * len(kinds))
     for j, kind in enumerate(kinds):
@@ -240,8 +243,16 @@ def plot_explained_variance(ax: Axes, summary: pd.DataFrame, kinds: tuple[str, .
             ax.bar(xs, summary[col], bar, color=MODEL_COLORS.get(kind), hatch=hatch,
                    alpha=1.0 if stat == "PCs" else 0.55, edgecolor="0.2", lw=0.5,
                    label=f"{kind}, top-{k} {stat}")
-            for xv, v in zip(xs, summary[col]):
-                ax.annotate(f"{v:.2f}", (xv, v), ha="center", va="bottom", fontsize=7,
+            for i, (xv, v) in enumerate(zip(xs, summary[col])):
+                top = v
+                if runs is not None:
+                    values = runs.loc[(runs["task"] == tasks[i]) & (runs["model"] == kind),
+                                      stat.lower()]
+                    ax.plot([xv] * len(values), values, "o", ms=2.5, color="0.1", zorder=3,
+                            label="one model (restart)" if (i, j, s) == (0, 0, 0) else None)
+                    top = max([v, *values])
+                # the median's label above the highest dot, so that no dot hides it
+                ax.annotate(f"{v:.2f}", (xv, top), ha="center", va="bottom", fontsize=7,
                             xytext=(0, 2), textcoords="offset points")
     ax.set_xticks(range(len(tasks)), tasks)
     ax.set_ylim(0, 1.12)

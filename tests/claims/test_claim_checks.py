@@ -203,15 +203,55 @@ def test_table2_needs_every_ablation_short_somewhere_and_none_above_all_three(tm
     assert "needle: an ablation +0.400 above all three" in claim.measured
 
 
-def test_subspace_one_checkpoint_a_side_is_not_shown_whatever_the_difference(results_tmp):
-    from rt_lib.experiments.subspace import check_claims
-    table = pd.DataFrame({"task": ["language", "language"], "width": [32, 32]})
-    conc = pd.DataFrame({"task": ["language"], "paper": ["Table 5"], "random_pcs": [0.9],
-                         "trained_pcs": [0.1], "isotropic_pcs": [0.05],
-                         "random_more_concentrated": [True]})
-    record = _record(results_tmp, "09_subspace")
-    check_claims(table, conc, record)
-    assert _status(record, "rt-subspace-concentrated") == "not shown"
+def _subspace_table(tasks, random_pcs, trained_pcs, restarts=3):
+    """Notebook 09's table at the last layer (``layer 2``): per task, each kind's top-k PC share
+    on every restart, the value plus 0.01 x restart."""
+    from rt_lib.experiments.subspace import SOURCES
+    return pd.DataFrame([{"task": t, "paper": SOURCES[t][2], "model": kind, "restart": r,
+                          "width": 64, "layer": "layer 2", "pcs": share + 0.01 * r,
+                          "neurons": 0.05, "isotropic_pcs": 0.1}
+                         for t in tasks for kind, share in (("random transformer", random_pcs),
+                                                            ("trained transformer", trained_pcs))
+                         for r in range(restarts)])
+
+
+def test_subspace_compares_restart_against_restart_at_the_paper_profiles_settings(results_tmp):
+    """The paper profile's 09 reads three restarts a side of every source notebook (their paper
+    configs): the random models more concentrated on each task holds, less concentrated fails,
+    overlapping restarts or one model a side is not shown; a task the random model does not
+    solve is left out of the comparison."""
+    from rt_lib.experiments.subspace import SOURCES, SubspaceParams, check_claims, concentration
+    from rt_lib.pipeline import runner
+    from rt_lib.runtime.io import results_dir, save_csv
+
+    (job,) = runner.plan("paper", ["09"], {})
+    paper = SubspaceParams(**job.parameters)
+    for task in paper.tasks:  # each source notebook's paper profile saves three restarts or more
+        (source,) = runner.plan("paper", [SOURCES[task][0][:2]], {})
+        assert source.parameters["restarts"] >= 3, (task, source.name)
+    tasks = [t for t in paper.tasks if SOURCES[t][2].startswith("Table")]
+    assert len(tasks) >= 2
+
+    count = iter(range(100))
+
+    def status(table):
+        record = _record(results_tmp.parent / f"claims{next(count)}", "09_subspace")
+        check_claims(table, concentration(table), record)
+        return next((c.status, c.reason) for c in record.claims if c.id == "rt-subspace-concentrated")
+
+    assert status(_subspace_table(paper.tasks, 0.9, 0.5)) == ("holds", "")
+    assert status(_subspace_table(paper.tasks, 0.5, 0.9)) == ("fails", "")
+    # restarts 0.50-0.52 against 0.51-0.53: they overlap
+    assert status(_subspace_table(paper.tasks, 0.50, 0.51)) == ("not shown", "noise")
+    assert status(_subspace_table(paper.tasks, 0.9, 0.5, restarts=1)) == ("not shown", "runs")
+    # one task against the paper, its random model below its threshold: left out, the rest holds
+    against = pd.concat([_subspace_table(tasks[:1], 0.5, 0.9), _subspace_table(tasks[1:], 0.9, 0.5)])
+    assert status(against) == ("fails", "")
+    notebook = SOURCES[tasks[0]][0]
+    column = {"memorisation": "train_acc", "decimal addition": "test_exact"}.get(tasks[0], "test_acc")
+    save_csv(pd.DataFrame({"model": ["random transformer"] * 3, "width": [64] * 3,
+                           column: [0.5, 0.6, 0.99]}), results_dir(notebook) / "metrics.csv")
+    assert status(against) == ("holds", "")
 
 
 def test_needle_heads_of_models_no_better_than_untrained_ones_are_not_shown(tmp_path):
@@ -435,6 +475,48 @@ def test_random_miiii_claims_hold_fail_and_a_head_count_of_one_run_a_side_is_nev
     assert got["random-learns-modular-addition-d64"] == ("fails", "")
     assert got["random-reaches-smallest-primes-d64"] == ("fails", "")
     assert got["random-solves-fewer-heads-d64"] == ("not shown", "runs")
+
+
+def test_random_miiii_at_the_paper_profiles_settings_compares_three_seeds_a_side(tmp_path):
+    """The paper profile trains notebook 11's runs and the random ones on seeds 1 and 2 too
+    (train_params' extra_seeds): fewer heads on every seed holds, more fails, overlapping counts
+    are not shown; a claim of one run holds only when every seed shows it."""
+    from rt_lib.experiments.random_miiii import RandomMiiiiParams, check_claims
+    from rt_lib.pipeline import runner
+    from tests.experiments.test_miiii import _fake_run
+
+    (job,) = runner.plan("paper", ["15"], {})
+    paper = RandomMiiiiParams(**job.parameters)
+    assert len(paper.trained().extra_seeds) >= 2  # three seeds a side
+    (eleven,) = runner.plan("paper", ["11"], {})  # the trained runs are notebook 11's own
+    assert paper.trained().extra_seeds == tuple(eleven.parameters["extra_seeds"])
+    params = RandomMiiiiParams(variants=("miiii",), widths=(64,))
+    count = iter(range(100))
+
+    def record(trained_heads, random_heads):
+        """One seed per pair of head lists: {q: epoch generalised} of the trained and the
+        random run."""
+        seeds = [{"trained · miiii": _fake_run("miiii", 2.0, t),
+                  "random (d=64) · miiii": _fake_run("miiii", 2.0, r)}
+                 for t, r in zip(trained_heads, random_heads)]
+        claims = _record(tmp_path / f"s{next(count)}", "15_random_miiii")
+        check_claims(seeds[0], params, claims, dict(enumerate(seeds[1:], start=1)))
+        return {c.id: (c.status, c.reason) for c in claims.claims}
+
+    four, three = {q: 300 for q in (2, 3, 5, 7)}, {q: 300 for q in (2, 3, 5)}
+    two = {2: 300, 3: 500}
+    got = record([four, four, three], [two, two, two])
+    assert got["random-solves-fewer-heads-d64"] == ("holds", "")
+    assert got["random-reaches-smallest-primes-d64"] == ("holds", "")
+    got = record([two, two, two], [four, three, four])
+    assert got["random-solves-fewer-heads-d64"] == ("fails", "")
+    # 2, 2, 3 against 2, 3, 2 heads: the counts overlap
+    got = record([two, two, three], [two, three, two])
+    assert got["random-solves-fewer-heads-d64"] == ("not shown", "noise")
+    # q = 3 missing on one seed of three: the smallest primes are not reached on every seed
+    got = record([four] * 3, [two, two, {2: 300}])
+    assert got["random-reaches-smallest-primes-d64"] == ("fails", "")
+    assert got["random-solves-fewer-heads-d64"] == ("holds", "")
 
 
 def test_simple_rules_on_parentheses_match_a_count_over_the_strings():

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from rt_lib.experiments.common import run_task_grid
 from rt_lib.experiments.circuit_imitation import ImitationParams, run
 from rt_lib.experiments.modular_addition import ModularAdditionParams
-from rt_lib.experiments.subspace import (SubspaceParams, checkpoint_widths, common_width, load_or_train,
+from rt_lib.experiments.subspace import (SubspaceParams, checkpoints, common_width, load_or_train,
                                          subspace_rows)
 from rt_lib.runtime.io import atomic_save_torch, results_dir
 from rt_lib.model import TransformerConfig, build_model
@@ -83,25 +83,36 @@ def test_checkpoints_are_compared_at_the_widest_width_both_kinds_saved(results_t
                               ("random", 256, {"params": 1}), ("random", 512, {}),
                               ("trained", 64, {"params": 1}), ("trained", 128, {"params": 1})):
         atomic_save_torch({"state_dict": {}, **meta}, folder / f"{kind}_transformer_d{width}_r0.pt")
-    atomic_save_torch({"params": 1}, folder / "trained_transformer_d256_r1.pt")  # restart 1
-    # d512 cannot rebuild its task (no params); restart 1 does not count
-    assert sorted(checkpoint_widths("01_modular_addition", "random transformer")) == [64, 128, 256]
+    atomic_save_torch({"params": 1}, folder / "trained_transformer_d256_r1.pt")  # restart 1 alone
+    atomic_save_torch({"params": 1}, folder / "random_transformer_d128_r2.pt")
+    # d512 cannot rebuild its task (no params); every restart saved at a width is listed
+    assert checkpoints("01_modular_addition", "random transformer") == {
+        64: {0: folder / "random_transformer_d64_r0.pt"},
+        128: {0: folder / "random_transformer_d128_r0.pt", 2: folder / "random_transformer_d128_r2.pt"},
+        256: {0: folder / "random_transformer_d256_r0.pt"}}
+    assert list(checkpoints("01_modular_addition", "trained transformer")[256]) == [1]
     both = ("random transformer", "trained transformer")
+    assert common_width("01_modular_addition", both) == 256  # trained's restart 1 counts
+    (folder / "trained_transformer_d256_r1.pt").unlink()
     assert common_width("01_modular_addition", both) == 128  # not random's 256
     assert common_width("01_modular_addition", ("random transformer",)) == 256
     assert common_width("01_modular_addition", both + ("trained LSTM",)) == 128  # no LSTM saved
     assert common_width("02_needle_in_a_haystack", both) is None
 
 
-def test_subspace_reads_a_saved_model_with_its_task(results_tmp):
+def test_subspace_reads_every_saved_restart_with_its_task(results_tmp):
     params = ModularAdditionParams(p=11, models=("random transformer",), widths=(8,), steps=3,
-                                   n_heads=2, eval_every=3, threads=1)
+                                   restarts=2, n_heads=2, eval_every=3, threads=1)
     grid = run_task_grid("01_modular_addition", params)
     task = grid.task
-    model, rebuilt, source = load_or_train("modular addition", "random transformer", SubspaceParams())
-    assert source == "01_modular_addition/models/random_transformer_d8_r0.pt"
-    trained = grid.models[("random transformer", 8, 0)]
-    assert torch.equal(model.W_E, trained.W_E) and torch.equal(rebuilt.test[0], task.test[0])
+    loaded = load_or_train("modular addition", "random transformer", SubspaceParams())
+    assert [(restart, source) for restart, _, _, source in loaded] == [
+        (r, f"01_modular_addition/models/random_transformer_d8_r{r}.pt") for r in (0, 1)]
+    for restart, model, rebuilt, _ in loaded:
+        trained = grid.models[("random transformer", 8, restart)]
+        assert torch.equal(model.W_E, trained.W_E) and torch.equal(rebuilt.test[0], task.test[0])
+    assert not torch.equal(loaded[0][1].W_E, loaded[1][1].W_E)  # two models, not one twice
+    _, model, rebuilt, _ = loaded[0]
     rows = subspace_rows(model, rebuilt, k=3, max_states=5, seed=0)
     assert [r["layer"] for r in rows] == ["layer 1", "layer 2"]
     assert all(r["n_states"] == 5 and r["d_model"] == 8 and r["pcs"] >= r["neurons"] for r in rows)

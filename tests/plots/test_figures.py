@@ -181,7 +181,13 @@ def draw_plot_explained_variance(ax):
     for kind, share in zip(kinds, (0.4, 0.7)):
         summary[f"{kind}: top-k PCs"] = [share + 0.2, share]
         summary[f"{kind}: top-k neurons"] = [share / 2, share / 3]
-    plots.plot_explained_variance(ax, summary, kinds, k=10)
+    # three restarts per bar: dots at the median and 0.05 either side
+    runs = pd.DataFrame([{"task": task, "model": kind, "pcs": pcs + d, "neurons": neurons + d}
+                         for _, row in summary.iterrows() for kind in kinds
+                         for task, pcs, neurons in [(row["task"], row[f"{kind}: top-k PCs"],
+                                                     row[f"{kind}: top-k neurons"])]
+                         for d in (-0.05, 0.0, 0.05)])
+    plots.plot_explained_variance(ax, summary, kinds, k=10, runs=runs)
 
 
 @case(sets="xy")

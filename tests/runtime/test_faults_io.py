@@ -443,14 +443,14 @@ def test_subspace_names_a_damaged_metrics_file_and_a_damaged_checkpoint(results_
 
     ckpt = results_tmp / "02_needle_in_a_haystack" / "models" / "random_transformer_d16_r0.pt"
     atomic_save_torch({"params": None, "config": None}, ckpt)
-    assert subspace.checkpoint_widths("02_needle_in_a_haystack", "random transformer") == {16: ckpt}
+    assert subspace.checkpoints("02_needle_in_a_haystack", "random transformer") == {16: {0: ckpt}}
     raw = bytearray(ckpt.read_bytes())
     raw[len(raw) // 2] ^= 0xFF  # one flipped byte
     ckpt.write_bytes(bytes(raw))
     with pytest.raises(DamagedFileError, match=r"random_transformer_d16_r0.pt is damaged \("
                                                r"contents do not match the sha256 recorded when "
                                                r"saved\); rerun ./run_all.sh --only 02 --force$"):
-        subspace.checkpoint_widths("02_needle_in_a_haystack", "random transformer")
+        subspace.checkpoints("02_needle_in_a_haystack", "random transformer")
 
 
 def _snapshot_run(folder: Path) -> SimpleNamespace:
