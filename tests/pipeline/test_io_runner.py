@@ -87,6 +87,29 @@ def test_paper_profile_injects_its_config(tmp_path):
     assert job.output_dir == tmp_path / "paper" / "01_modular_addition"
 
 
+def test_the_paper_profile_trains_three_runs_a_side_wherever_a_notebook_trains_several():
+    """A comparison holds only on MIN_RUNS runs a side (DEVELOPERS.md, "Margins, not ties"), and
+    the paper profile is the scale that claims not shown on the CPU name: every restart count
+    and every list of seeds in it gives that many."""
+    from rt_lib.claims.verdicts import MIN_RUNS
+
+    counted = set()
+    for job in runner.plan("paper", None, {}):
+        p = job.parameters
+        counts = {"restarts": p.get("restarts"),
+                  "extra_seeds": None if "extra_seeds" not in p else 1 + len(p["extra_seeds"]),
+                  "train_params.extra_seeds": None if "extra_seeds" not in (p.get("train_params") or {})
+                  else 1 + len(p["train_params"]["extra_seeds"]),
+                  "trained_seeds": None if "trained_seeds" not in p else len(p["trained_seeds"])}
+        for name, n in counts.items():
+            if n is not None:
+                assert n >= MIN_RUNS, f"{job.name}: {name} gives {n} runs a side"
+                counted.add(job.name)
+    # the notebooks that train runs to compare all name their count
+    assert {"01", "02", "03", "04", "05", "06", "08", "10", "11", "12", "13", "15"} <= {
+        name[:2] for name in counted}
+
+
 def test_every_paper_config_names_only_known_parameters_and_validates():
     from rt_lib.experiments import miiii_training
     from rt_lib.pipeline.registry import registry
