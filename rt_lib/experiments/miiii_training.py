@@ -605,6 +605,11 @@ class NoiseMeasurement:
         values = values.loc[(values["run"] == run) & (values["step"] == epoch), "value"]
         return float(values.std()) if len(values) >= 3 else None
 
+    def noise(self, params: "MiiiiParams", run: str, epoch: int) -> float | None:
+        """:meth:`spread` of ``run`` at ``epoch`` where this measurement :meth:`ran` it at
+        ``params``; else None."""
+        return self.spread(run, epoch) if self.ran(params, run) else None
+
 
 #: settings that do not change the runs' distribution at a given epoch: a run that differs from
 #: a measurement's in anything else has no measured seed noise there
@@ -633,10 +638,8 @@ def seed_noise(params: MiiiiParams, run: str, epoch: int) -> float | None:
     """Standard deviation over seeds of ``run``'s validation accuracy (``run``: a run name of
     benchmarks/miiii_budgets.py, e.g. "T_miiii λ=0") at ``epoch``, from the first measurement
     that ran it at ``params``; None when none did."""
-    for measurement in NOISE_MEASUREMENTS:
-        if measurement.ran(params, run) and (noise := measurement.spread(run, epoch)) is not None:
-            return noise
-    return None
+    return next((noise for measurement in NOISE_MEASUREMENTS
+                 if (noise := measurement.noise(params, run, epoch)) is not None), None)
 
 
 def _apart(params: MiiiiParams, a: float, b: float, run_a: str, run_b: str, epoch: int,
@@ -646,8 +649,7 @@ def _apart(params: MiiiiParams, a: float, b: float, run_a: str, run_b: str, epoc
     own, e.g. λ = 0's recipe)."""
     sides = ((params, run_a), (params_b or params, run_b))
     for measurement in NOISE_MEASUREMENTS:
-        noise = [measurement.spread(run, epoch) if measurement.ran(own, run) else None
-                 for own, run in sides]
+        noise = [measurement.noise(own, run, epoch) for own, run in sides]
         if None not in noise:
             return beyond_noise(a - b, math.hypot(*noise), f"{measurement.source}, epoch {epoch}")
     return Verdict(NOT_SHOWN, f"one seed a side, and no seed noise measured for these settings "

@@ -70,9 +70,8 @@ def block_forward(model: Transformer, block: Block, x: Tensor, last_only: bool =
 
 def mix(model: Transformer, attn: Attention, q: Tensor, key: Tensor, value: Tensor) -> Tensor:
     """``attn.mix(q, key, value)`` by the kernel fastest at this length: [b, tq, d]."""
-    causal = attn.cfg.causal and q.shape[2] > 1  # the last query sees every key
     kernel = attention_kernel(key.shape[2], model.fused_attention)
-    return attn.out(kernel(q, key, value, causal, attn.p_drop, attn.training))
+    return attn.out(kernel(q, key, value, attn.masks(q), attn.p_drop, attn.training))
 
 
 def unembed(model: Transformer, x: Tensor) -> Tensor:

@@ -321,11 +321,14 @@ class Attention(nn.Module):
     def mix(self, q: Tensor, key: Tensor, value: Tensor) -> Tensor:
         """Each query's mix of the values, summed over heads through W_O: q [b, h, tq, k], key
         and value [b, h, t, k] -> [b, tq, d]."""
-        # The last query sees every key, so the causal mask only matters for several queries.
-        causal = self.cfg.causal and q.shape[2] > 1
-        pattern = self.hook_pattern(attention_pattern(q, key, causal))  # [b, h, tq, t]
+        pattern = self.hook_pattern(attention_pattern(q, key, self.masks(q)))  # [b, h, tq, t]
         z = self.hook_z(F.dropout(pattern, self.p_drop, self.training) @ value)  # [b, h, tq, k]
         return self.out(z)
+
+    def masks(self, q: Tensor) -> bool:
+        """Whether queries q [b, h, tq, k] attend under the causal mask: the last query sees
+        every key, so the mask only matters for several queries."""
+        return self.cfg.causal and q.shape[2] > 1
 
     def out(self, z: Tensor) -> Tensor:
         """The heads' outputs z [b, h, tq, k] summed through W_O: [b, tq, d]."""
