@@ -481,6 +481,8 @@ def test_random_miiii_at_the_paper_profiles_settings_compares_three_seeds_a_side
     """The paper profile trains notebook 11's runs and the random ones on seeds 1 and 2 too
     (train_params' extra_seeds): fewer heads on every seed holds, more fails, overlapping counts
     are not shown; a claim of one run holds only when every seed shows it."""
+    from dataclasses import replace
+
     from rt_lib.experiments.random_miiii import RandomMiiiiParams, check_claims
     from rt_lib.pipeline import runner
     from tests.experiments.test_miiii import _fake_run
@@ -517,6 +519,15 @@ def test_random_miiii_at_the_paper_profiles_settings_compares_three_seeds_a_side
     got = record([four] * 3, [two, two, {2: 300}])
     assert got["random-reaches-smallest-primes-d64"] == ("fails", "")
     assert got["random-solves-fewer-heads-d64"] == ("holds", "")
+    # T_nanda learnt on two seeds, diverged (NaN) on the one listed last: it does not hold
+    nanda = [_fake_run("nanda", 2.0, {17: 300}) for _ in range(3)]
+    nanda[2].result.history.loc[nanda[2].result.history.index[-1], "valid_acc"] = float("nan")
+    seeds = [{"trained · miiii": _fake_run("miiii", 2.0, four), "random (d=64) · nanda": r}
+             for r in nanda]
+    claims = _record(tmp_path / "nan", "15_random_miiii")
+    check_claims(seeds[0], replace(params, variants=("miiii", "nanda")), claims,
+                 {1: seeds[1], 2: seeds[2]})
+    assert _status(claims, "random-learns-modular-addition-d64") == "fails"
 
 
 def test_simple_rules_on_parentheses_match_a_count_over_the_strings():
