@@ -63,7 +63,15 @@ EXPERIMENT = Experiment(
             "benchmarks/results/decimal_scale.md): random transformer exact match 1.000 on 3 of "
             "3 restarts, the fully trained LSTM (lr 5e-3) 0.000 on 3 of 3, a separation on that "
             "task; the other three tasks at the paper's scale are the paper profile's (an "
-            "estimate)")})
+            "estimate)"),
+        "rt-t1-width16-fails": (
+            "of the paper's tasks the CPU profile solves only modular addition at its width: "
+            "needle (1-2 pairs over 2 markers) and parentheses (6-12 pairs) run smaller tasks "
+            "than the paper's, and decimal addition runs at width 128, where the random "
+            "transformer does not add (notebook 03); at the paper's strings width 256 reaches "
+            "0.91 on parentheses (docs/scale.md, 04_parentheses). The comparison on the tasks as "
+            "run is table1-width16-fails-as-run, ours; the paper's tasks at widths 16 and 1024 "
+            "are the paper profile's")})
 
 
 def load_metrics() -> pd.DataFrame:

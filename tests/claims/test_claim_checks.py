@@ -345,7 +345,7 @@ def test_figure3s_circle_needs_a_median_restart_on_the_circle_and_three_restarts
 
     from rt_lib.experiments.modular_addition import check_claims
 
-    def inputs(on13, best, test_acc=1.0):
+    def inputs(on13, best, test_acc=1.0, p=97):
         n = len(on13)
         metrics = pd.DataFrame({"model": "random transformer", "width": 64, "restart": range(n),
                                 "test_acc": test_acc})
@@ -354,7 +354,7 @@ def test_figure3s_circle_needs_a_median_restart_on_the_circle_and_three_restarts
               "best_pair": False, "circularity": c} for r, c in enumerate(on13)]
             + [{"model": "random transformer", "width": 64, "restart": r, "pcs": "2/5",
                 "best_pair": True, "circularity": c} for r, c in enumerate(best)])
-        return SimpleNamespace(metrics=metrics), circles
+        return SimpleNamespace(metrics=metrics, task=SimpleNamespace(d_vocab_out=p)), circles
 
     got = {}
     for want, (on13, best, acc) in {
@@ -371,6 +371,23 @@ def test_figure3s_circle_needs_a_median_restart_on_the_circle_and_three_restarts
     assert got["fails"]["circle-among-top-pcs"] == ("holds", "")  # ours is apart from the paper's
     assert got["fails"]["rt-t1-modular"] == ("fails", "")  # median 0.5 < 0.99
     assert got["not shown"]["rt-fig3-circle-pcs13"] == ("not shown", "runs")
+    assert not any("modular-reduced-task" in g for g in got.values())  # p = 97: the paper's
+    # a modulus below the paper's (the CPU profile's 59): the same runs are ours, whatever
+    # they score, and Table 1's claim is not shown for the task
+    for acc, status in ((1.0, "holds"), (0.5, "fails")):
+        record = _record(tmp_path / f"p59-{status}", "01_modular_addition")
+        check_claims(*inputs([0.95, 0.35, 0.92], [0.97, 0.96, 0.95], acc, p=59), record)
+        mine = {c.id: (c.status, c.reason) for c in record.claims}
+        assert mine["modular-reduced-task"] == (status, "")
+        assert mine["rt-t1-modular"] == ("not shown", "budget")
+
+
+def test_a_modulus_below_the_papers_is_a_smaller_task():
+    from rt_lib.experiments.modular_addition import PAPER_P, ModularAdditionParams
+    assert ModularAdditionParams(p=PAPER_P).smaller_than_paper() is None
+    assert ModularAdditionParams(p=199).smaller_than_paper() is None
+    assert ModularAdditionParams(p=59).smaller_than_paper() == ("p = 59 against the paper's "
+                                                                "p = 97 or more")
 
 
 def test_periodic_neurons_need_every_trained_model_above_every_untrained_one(tmp_path, monkeypatch):
