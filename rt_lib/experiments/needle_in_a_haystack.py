@@ -14,10 +14,10 @@ from rt_lib.claims.ledger import Claims
 from rt_lib.experiments.common import (GridResult, StreamGridParams, grid_step_shapes,
                                        run_task_grid)
 from rt_lib.experiment import Experiment
-from rt_lib.experiments.reporting import check_solves
+from rt_lib.experiments.reporting import ReducedTask, check_on_paper_task, check_solves
 from rt_lib.model import build_model
 from rt_lib.tasks import NeedleInAHaystack
-from rt_lib.claims.verdicts import (BUDGET, FAILS, HOLDS, MIN_RUNS, NOT_SHOWN, RUNS, Verdict, every,
+from rt_lib.claims.verdicts import (FAILS, HOLDS, MIN_RUNS, NOT_SHOWN, RUNS, Verdict, every,
                              larger)
 
 NAME = "02_needle_in_a_haystack"
@@ -46,9 +46,7 @@ class NeedleParams(StreamGridParams):
                                  n_test=self.n_test, test_seed=self.test_seed)
 
     def smaller_than_paper(self) -> str | None:
-        if is_paper_task(self):
-            return None
-        return f"{words_of(self)} against the paper's {task_words(**PAPER_TASK)}"
+        return how_smaller(self)
 
 
 EXPERIMENT = Experiment(
@@ -84,6 +82,8 @@ REDUCED_ID = "needle-reduced-task"
 REDUCED = ("A random transformer with only its embeddings and unembedding trained recalls the "
            "value of the queried marker on this profile's reduced needle task (fewer pairs, "
            "markers and values than the paper's): median test accuracy >= 0.99")
+#: The scale expected to show the paper's claims: its task at its width.
+SCALE = "width 1024, 30 keys (the paper profile)"
 #: Figure 2's two heads, found on a smaller task than the paper's: a claim of our own.
 HEADS_REDUCED_ID = "needle-heads-reduced-task"
 HEADS_REDUCED = ("On this profile's reduced needle task, the random transformer's best layer-1 "
@@ -105,6 +105,13 @@ def task_words(min_keys: int, max_keys: int, n_markers: int, n_values: int) -> s
 
 def words_of(task: NeedleInAHaystack | NeedleParams) -> str:
     return task_words(task.min_keys, task.max_keys, task.n_markers, task.n_values)
+
+
+def how_smaller(task: NeedleInAHaystack | NeedleParams) -> str | None:
+    """How ``task`` falls short of the paper's (None: it does not)."""
+    if is_paper_task(task):
+        return None
+    return f"{words_of(task)} against the paper's {task_words(**PAPER_TASK)}"
 
 
 UNTRAINED_SEEDS = (100, 101, 102)  # the baseline's initialisations, apart from the restarts'
@@ -194,19 +201,10 @@ def check_claims(result: GridResult, examples: Tensor, claims: Claims) -> None:
     random init, seeds :data:`UNTRAINED_SEEDS`): for each job, the random transformer's best
     head on every restart above every untrained model's best head."""
     task = result.task
-    if is_paper_task(task):
-        check_solves(claims, "rt-t1-needle", result.metrics, "test_acc", "needle-in-a-haystack",
-                     scale="width 1024, 30 keys (the paper profile)")
-    else:
-        # a reduced task is a claim of our own; the paper's claim is its task's
-        shown = check_solves(claims, REDUCED_ID, result.metrics, "test_acc",
-                             f"needle-in-a-haystack, {words_of(task)}",
-                             scale="width 1024, 30 keys (the paper profile)", own=REDUCED)
-        claims.check("rt-t1-needle", f"not on the paper's task: {words_of(task)} against the "
-                     f"paper's {task_words(**PAPER_TASK)}; the reduced task is {REDUCED_ID} "
-                     f"(ours): {shown.status}",
-                     Verdict(NOT_SHOWN, "", BUDGET),
-                     scale="width 1024, 30 keys (the paper profile)")
+    smaller = how_smaller(task)  # on a smaller task the measurements are claims of our own
+    check_solves(claims, "rt-t1-needle", result.metrics, "test_acc",
+                 "needle-in-a-haystack" + (f", {words_of(task)}" if smaller else ""), scale=SCALE,
+                 reduced=None if smaller is None else ReducedTask(smaller, REDUCED_ID, REDUCED))
     width = int(result.metrics.loc[result.metrics["model"] == "random transformer", "width"].max())
     trained = [best_head_scores(m, examples) for (kind, w, _), m in sorted(result.models.items())
                if kind == "random transformer" and w == width]
@@ -219,18 +217,11 @@ def check_claims(result: GridResult, examples: Tensor, claims: Claims) -> None:
              + "; ".join(f"{job} {', '.join(f'{t[j]:.2f}' for t in trained)} vs "
                          f"{', '.join(f'{u[j]:.2f}' for u in untrained)}"
                          for j, job in enumerate(jobs)))
-    if is_paper_task(task):
-        claims.check("rt-fig2-needle-heads", heads, every(verdicts),
-                     scale="width 1024, 30 keys (the paper profile)")
-    else:
-        # Figure 2's circuit is the paper's task's: on fewer pairs it is a claim of our own
-        shown = claims.ours(HEADS_REDUCED_ID, HEADS_REDUCED, heads, every(verdicts),
-                            scale="width 1024, 30 keys (the paper profile)")
-        claims.check("rt-fig2-needle-heads", f"not on the paper's task: {words_of(task)} against "
-                     f"the paper's {task_words(**PAPER_TASK)}; on the reduced task it is "
-                     f"{HEADS_REDUCED_ID} (ours): {shown.status}",
-                     Verdict(NOT_SHOWN, "", BUDGET),
-                     scale="width 1024, 30 keys (the paper profile)")
+    # Figure 2's circuit is the paper's task's: on fewer pairs it is a claim of our own
+    check_on_paper_task(claims, "rt-fig2-needle-heads", heads, every(verdicts), scale=SCALE,
+                        reduced=None if smaller is None else ReducedTask(
+                            smaller, HEADS_REDUCED_ID, HEADS_REDUCED,
+                            naming="on the reduced task it is"))
     table = head_ablation_table(result, examples)
     carry, to_plateau = ablation_verdicts(table, copy_plateau(task), len(task.test[0]))
     measured = (f"width {width}, test accuracy per restart with nothing, the least-scoring pair "
@@ -241,9 +232,9 @@ def check_claims(result: GridResult, examples: Tensor, claims: Claims) -> None:
                 "Mean-ablating the random transformer's best layer-1 value -> marker head and its "
                 "best last-layer query -> value head (Figure 2's circuit) costs more test accuracy "
                 "than mean-ablating the two heads that score least on those jobs, on every restart",
-                measured, carry, scale="width 1024, 30 keys (the paper profile)")
+                measured, carry, scale=SCALE)
     claims.ours("needle-ablation-to-plateau",
                 "With Figure 2's two heads mean-ablated the random transformer's recall is gone: "
                 "every restart falls to the copy plateau E[1/k]", measured, to_plateau,
-                scale="width 1024, 30 keys (the paper profile)")
+                scale=SCALE)
     claims.done()
