@@ -354,18 +354,28 @@ def runs_folder(params: MiiiiParams) -> Path:
     return results_root() / folder_name(NAME, changes)
 
 
-def run(params: MiiiiParams, name: str = NAME, seed: int | None = None) -> dict[str, MiiiiRun]:
+def run(params: MiiiiParams, name: str = NAME, seed: int | None = None,
+        reuse: tuple[Path, ...] = ()) -> dict[str, MiiiiRun]:
     """{label: run}: train (or resume, or reuse) every run; weights and snapshots under
     ``<notebook 11's runs folder>/runs`` (:func:`runs_folder`), or ``results/<name>/runs`` for
-    another notebook's own runs.  ``seed``: the runs of one of ``params.extra_seeds`` instead
-    (:func:`seed_runs`), kept beside the others (the seed is in each run's key).
+    another notebook's own runs.  ``seed``: the runs on that seed instead (one of
+    ``params.extra_seeds``: :func:`seed_runs`, or another notebook's further seeds), kept beside
+    the others (the seed is in each run's key).
 
     A run whose folder holds a finished checkpoint is loaded, not retrained: notebooks 12, 13 and
-    15 reuse notebook 11's runs by asking for the same settings."""
+    15 reuse notebook 11's runs by asking for the same settings.  ``reuse``: results folders of
+    the notebooks read (their ``runs`` folders), searched first for a finished run of the same
+    key, which is loaded from there and never written to; a run none holds is trained here."""
     out = {}
     store = runs_folder(params) if name == NAME else results_dir(name)
     these = params if seed is None else replace(params, seed=seed, extra_seeds=())
-    todo = [(variant, lamb, own, store / "runs" / own.run_key(variant, lamb),
+
+    def folder(own: MiiiiParams, variant: str, lamb: float) -> Path:
+        key = own.run_key(variant, lamb)
+        found = [f for f in (Path(r) / "runs" / key for r in reuse) if _finished(f)]
+        return found[0] if found else store / "runs" / key
+
+    todo = [(variant, lamb, own, folder(own, variant, lamb),
              f"T_{variant} λ={lamb:g}" + (f" dropout {own.dropout:g}"
                                            if own.dropout != params.dropout else "")
              + (f" seed {seed}" if seed is not None else ""))
@@ -385,7 +395,8 @@ def run(params: MiiiiParams, name: str = NAME, seed: int | None = None) -> dict[
         config = own.train_config(lamb, folder, own.epochs_for(variant, lamb))
         result = train(own.model(task), task, config, grad_hook=own.grokfast(lamb), desc=desc)
         result.model.cpu()  # the analyses run on CPU, also after a GPU paper run
-        if not (folder / "run.pt").exists():  # reused runs stay untouched (results manifest)
+        # reused runs, and runs found in another notebook's folder, stay untouched (results manifest)
+        if folder.parent == store / "runs" and not (folder / "run.pt").exists():
             atomic_save_torch({"params": own, "variant": variant, "lamb": lamb,
                                "config": result.model.cfg}, folder / "run.pt")
         r = MiiiiRun(variant, lamb, task, result, folder,

@@ -46,9 +46,10 @@ class ModularAdditionParams(GridParams):
 
 
 #: The smallest modulus the paper's materials name for Table 1: its parameter table (Table 6)
-#: implies 97 at width 1024, the authors' code uses 199 (docs/papers.md, random transformers:
-#: tasks).  A smaller p is an easier task (at the CPU recipe width 256 solves p = 59 and stays
-#: at chance at p = 97: docs/scale.md), so solving it is a claim of our own.
+#: implies 97 at width 1024, the authors' code uses 199
+#: (docs/papers.md, random transformers: tasks).  A smaller p is an easier task (at the CPU
+#: recipe width 256 solves p = 59 and stays at chance at p = 97: docs/scale.md), so solving it
+#: is a claim of our own.
 PAPER_P = 97
 REDUCED_ID = "modular-reduced-task"
 REDUCED = ("A random transformer with only its embeddings and unembedding trained learns modular "

@@ -1,6 +1,8 @@
 """miiii analysis (notebooks 12, 13, 15): correlations, singular-value marks, Fourier spectra,
 neuron grids, the neuron explorer, snapshots and the random-transformer variant."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -162,6 +164,49 @@ def test_runs_are_reused_and_snapshots_load(results_tmp):
     final = again.result.model.cpu()
     for name, value in models[12].state_dict().items():
         torch.testing.assert_close(value, final.state_dict()[name])
+
+
+def _tree(folder):
+    """{relative path: bytes} of every file under ``folder``."""
+    return {f.relative_to(folder): f.read_bytes() for f in sorted(folder.rglob("*")) if f.is_file()}
+
+
+def test_a_run_another_notebook_finished_is_read_from_its_folder_and_left_untouched(results_tmp):
+    from rt_lib.experiments import miiii_embeddings as me
+    params = mi.training_params(TINY, ("miiii",))
+    other = mi.run(params, name=me.NAME, seed=1)["T_miiii"]  # 12's further seed, trained there
+    assert other.folder.parent.parent == results_tmp / me.NAME
+    before = _tree(results_tmp / me.NAME)
+    # 13 asks for the same run with 12's folder to search: loaded from there, not retrained,
+    # nothing written in either folder
+    found = mi.run(params, name=mn.NAME, seed=1, reuse=(results_tmp / me.NAME,))["T_miiii"]
+    assert found.folder == other.folder
+    assert found.result.history.equals(other.result.history)
+    assert _tree(results_tmp / me.NAME) == before
+    assert not (results_tmp / mn.NAME / "runs").exists()
+    # another seed is in neither folder searched: trained in the notebook's own
+    own = mi.run(params, name=mn.NAME, seed=2, reuse=(results_tmp / me.NAME,))["T_miiii"]
+    assert own.folder.parent.parent == results_tmp / mn.NAME
+
+
+def test_notebook_12s_further_seeds_come_from_11s_extra_seeds_else_its_own_folder(results_tmp):
+    from rt_lib.experiments import miiii_embeddings as me
+    params = me.EmbeddingParams(variants=("nanda", "miiii"), train_params=TINY, pos_dims=4,
+                                seeds=(0, 1, 2))
+    training = params.training()
+    mi.seed_runs(replace(training, extra_seeds=(1,)))  # 11 trained seed 1 of each variant
+    eleven = mi.runs_folder(training) / "runs"
+    trained_by_11 = sorted(f.name for f in eleven.iterdir())
+    tables = me.seed_tables(params)
+    assert len(tables) == 2 and all(list(t.task) == ["T_nanda", "T_miiii"] for t in tables)
+    # seed 1 read from 11's folder (nothing added there), seed 2 trained in 12's own
+    assert sorted(f.name for f in eleven.iterdir()) == trained_by_11
+    mine = sorted(f.name for f in (results_tmp / me.NAME / "runs").iterdir())
+    two = replace(training, seed=2)
+    assert mine == sorted(two.run_key(v, two.grokfast_lambda) for v in ("nanda", "miiii"))
+    for bad in ((1, 2), (0, 1, 1)):  # 11's seed missing, a seed twice
+        with pytest.raises(ValueError, match="seeds"):
+            me.EmbeddingParams(train_params=TINY, pos_dims=4, seeds=bad)
 
 
 def test_random_miiii_trains_only_the_embeddings(results_tmp):

@@ -100,7 +100,8 @@ def test_the_paper_profile_trains_three_runs_a_side_wherever_a_notebook_trains_s
                   "extra_seeds": None if "extra_seeds" not in p else 1 + len(p["extra_seeds"]),
                   "train_params.extra_seeds": None if "extra_seeds" not in (p.get("train_params") or {})
                   else 1 + len(p["train_params"]["extra_seeds"]),
-                  "trained_seeds": None if "trained_seeds" not in p else len(p["trained_seeds"])}
+                  "trained_seeds": None if "trained_seeds" not in p else len(p["trained_seeds"]),
+                  "seeds": None if "seeds" not in p else len(p["seeds"])}
         for name, n in counts.items():
             if n is not None:
                 assert n >= MIN_RUNS, f"{job.name}: {name} gives {n} runs a side"
