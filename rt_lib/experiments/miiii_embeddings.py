@@ -15,10 +15,12 @@ import pandas as pd
 
 from rt_lib.analysis import fourier
 from rt_lib.claims.ledger import Claims
+from rt_lib.experiments.miiii_neurons import NAME as NEURONS
 from rt_lib.experiments.miiii_training import NAME as TRAINING
 from rt_lib.experiments.miiii_training import (MiiiiParams, MiiiiRun, run, runs_folder,
                                                smoke_train_params, training_params)
 from rt_lib.experiment import Experiment
+from rt_lib.runtime.io import results_dir
 from rt_lib.runtime.params import Params
 from rt_lib.claims.verdicts import BUDGET, HOLDS, NOT_SHOWN, RUNS, Verdict, beyond_noise, every, larger
 
@@ -35,8 +37,9 @@ class EmbeddingParams(Params):
     n_vectors: int = 4  # top singular vectors shown
     pos_dims: int = 37  # r also over the first pos_dims dims, as the authors figure shows
     # Every claim here compares runs, so each needs three seeds a side (DEVELOPERS.md, "Margins,
-    # not ties"): the seed of notebook 11's runs is read; each other is read from notebook 11's
-    # extra_seeds runs when it trained them (the paper profile), else trained here with its recipe
+    # not ties"): the seed of notebook 11's runs is read; each other is read where notebook 11
+    # (its extra_seeds: the paper profile) or 13 (its trained_seeds of T_miiii) trained it with
+    # the same recipe, else trained here with it
     seeds: tuple[int, ...] = (0, 1, 2)  # seeds of every variant compared, for the claims
 
     @classmethod
@@ -62,7 +65,7 @@ class EmbeddingParams(Params):
 
 
 EXPERIMENT = Experiment(
-    NAME, EmbeddingParams, reads=(TRAINING,),
+    NAME, EmbeddingParams, reads=(TRAINING, NEURONS),
     title="miiii's embeddings: positions, SVD, Fourier (Figs. 7-13)")
 
 
@@ -98,10 +101,12 @@ def embedding_table(runs: dict[str, MiiiiRun], p: int,
 def seed_tables(params: EmbeddingParams) -> list[pd.DataFrame]:
     """:func:`embedding_table` of every variant on each of ``params.seeds`` but notebook 11's
     own (none: []), for the claims that compare runs on three seeds a side: each run read from
-    notebook 11's folder when it holds it (its ``extra_seeds``), else trained in this one."""
+    notebook 11's folder (its ``extra_seeds``) or 13's (its T_miiii seeds) when one holds it,
+    else trained in this one."""
     training = params.training()
+    found = (runs_folder(training), results_dir(NEURONS, create=False))
     return [embedding_table({r.variant: r for r in run(training, name=NAME, seed=seed,
-                                                       reuse=(runs_folder(training),)).values()},
+                                                       reuse=found).values()},
                             training.p, params.fractions, params.pos_dims)
             for seed in params.seeds if seed != training.seed]
 

@@ -16,14 +16,12 @@ from torch import nn
 
 from rt_lib.analysis import fourier
 from rt_lib.claims.ledger import Claims
-from rt_lib.experiments.miiii_embeddings import NAME as EMBEDDINGS
 from rt_lib.experiments.miiii_training import NAME as TRAINING
 from rt_lib.experiments.miiii_training import (MiiiiParams, MiiiiRun, finished_run, run,
                                                runs_folder, smoke_train_params, snapshot_models,
                                                training_params)
 from rt_lib.experiment import Experiment
 from rt_lib.model import build_model
-from rt_lib.runtime.io import results_dir
 from rt_lib.runtime.params import Params
 from rt_lib.claims.verdicts import (BUDGET, HOLDS, NOT_SHOWN, RUNS, Verdict, bool_verdict, every,
                              larger)
@@ -67,7 +65,7 @@ class NeuronParams(Params):
 
 
 EXPERIMENT = Experiment(
-    NAME, NeuronParams, reads=(TRAINING, EMBEDDINGS),
+    NAME, NeuronParams, reads=(TRAINING,),
     title="miiii's neurons over training, active frequencies (Figs. 14-15)",
     not_shown_on_cpu={
         "mi-active-frequencies": (
@@ -184,9 +182,9 @@ UNTRAINED_SEEDS = (100, 101, 102)  # the baseline's initialisations, apart from 
 
 def trained_models(params: NeuronParams, main: MiiiiRun) -> dict[int, nn.Module]:
     """{seed: final model (eval, CPU)} of T_<variant> for every seed of ``trained_seeds``: the seed
-    of notebook 11's run is ``main``; each other is read from notebook 11's or 12's folder when
-    one holds it (11's extra_seeds, 12's seeds: the same recipe, the same run), else trained (or
-    resumed) in this notebook's folder with notebook 11's recipe, only its one run."""
+    of notebook 11's run is ``main``; each other is read from notebook 11's folder when it holds
+    it (its extra_seeds: the same recipe, the same run), else trained (or resumed) in this
+    notebook's folder with notebook 11's recipe, only its one run (notebook 12 reads it there)."""
     training = params.training()
     out = {}
     for seed in params.trained_seeds:
@@ -195,8 +193,7 @@ def trained_models(params: NeuronParams, main: MiiiiRun) -> dict[int, nn.Module]
             continue
         own = replace(training, seed=seed, variants=(params.variant,), lambda_zero=False,
                       dropout_zero=False)
-        runs = run(own, name=NAME, reuse=(runs_folder(training),
-                                          results_dir(EMBEDDINGS, create=False)))
+        runs = run(own, name=NAME, reuse=(runs_folder(training),))
         out[seed] = next(r for r in runs.values() if r.variant == params.variant).result.model.eval()
     return out
 
