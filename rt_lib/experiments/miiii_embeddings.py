@@ -17,8 +17,8 @@ from rt_lib.analysis import fourier
 from rt_lib.claims.ledger import Claims
 from rt_lib.experiments.miiii_neurons import NAME as NEURONS
 from rt_lib.experiments.miiii_training import NAME as TRAINING
-from rt_lib.experiments.miiii_training import (MiiiiParams, MiiiiRun, run, runs_folder,
-                                               smoke_train_params, training_params)
+from rt_lib.experiments.miiii_training import (MiiiiParams, MiiiiRun, not_generalised, run,
+                                               runs_folder, smoke_train_params, training_params)
 from rt_lib.experiment import Experiment
 from rt_lib.runtime.io import results_dir
 from rt_lib.runtime.params import Params
@@ -39,8 +39,10 @@ class EmbeddingParams(Params):
     # Every claim here compares runs, so each needs three seeds a side (DEVELOPERS.md, "Margins,
     # not ties"): the seed of notebook 11's runs is read; each other is read where notebook 11
     # (its extra_seeds: the paper profile) or 13 (its trained_seeds of T_miiii) trained it with
-    # the same recipe, else trained here with it
-    seeds: tuple[int, ...] = (0, 1, 2)  # seeds of every variant compared, for the claims
+    # the same recipe, else trained here with it.  The CPU profile keeps one: its T_miiii has not
+    # generalised by 4,000 epochs, so the paper's claims here are not shown whatever the seeds
+    # (three seeds a side, measured on two kernel paths: docs/scale.md)
+    seeds: tuple[int, ...] = (0,)  # seeds of every variant compared, for the claims (paper: 0, 1, 2)
 
     @classmethod
     def smoke_config(cls, config: dict[str, Any]) -> dict[str, Any]:
@@ -64,9 +66,27 @@ class EmbeddingParams(Params):
         return training_params(self.train_params, self.variants)
 
 
+#: Why 12's paper claims are not shown on the CPU: what was measured (docs/scale.md).
+MID_TRANSITION = (
+    "T_miiii has not generalised by the CPU profile's 4,000 epochs (validation 0.40 on seed 0, "
+    "0.56 under other rounding), and its embeddings move with the rounding: on three seeds a "
+    "side (docs/scale.md, benchmarks/platform_claims.py --path avx512 --only 11,12,13) ")
+
+
 EXPERIMENT = Experiment(
     NAME, EmbeddingParams, reads=(TRAINING, NEURONS),
-    title="miiii's embeddings: positions, SVD, Fourier (Figs. 7-13)")
+    title="miiii's embeddings: positions, SVD, Fourier (Figs. 7-13)",
+    not_shown_on_cpu={
+        "mi-pos-correlation": (
+            MID_TRANSITION + "r over the first 37 dimensions puts T_miiii below T_basis by 0.03 "
+            "on this machine's kernels and inside T_basis's range under ATen's AVX-512 ones"),
+        "mi-we-spectrum": (
+            MID_TRANSITION + "the top-3 frequency share puts T_nanda above T_miiii above "
+            "T_basis on both kernel paths, T_miiii's range 0.21-0.27 on one and 0.33-0.39 on "
+            "the other"),
+        "mi-we-svd-diffuse": (
+            MID_TRANSITION + "T_miiii needs 31-32 singular values against T_nanda's 25-27 on "
+            "this machine's kernels, 27-29 against 26-28 under ATen's AVX-512 ones")})
 
 
 def pos_columns(pos_dims: int) -> tuple[str, str]:
@@ -139,6 +159,17 @@ def check_claims(table: pd.DataFrame, params: EmbeddingParams, claims: Claims,
         return Verdict(NOT_SHOWN, "unequal epochs: " + ", ".join(
             f"{t} {', '.join(f'{e:,}' for e in es)}" for t, es in got.items()), BUDGET)
 
+    # The paper's three claims are about the trained T_miiii, which generalised: one caught
+    # mid-transition is not yet that model, and its embeddings move with the seed and the
+    # rounding (three seeds a side separate the variants on one kernel path and not on another:
+    # docs/scale.md), so each is not shown (budget) until every T_miiii run generalised.
+    epochs = int(max(values("T_miiii", "epochs")))
+    trained = not_generalised("T_miiii", values("T_miiii", "final valid acc"), epochs,
+                              params.training().generalised_at)
+
+    def paper(verdict: Verdict) -> Verdict:
+        return verdict if trained is None else trained
+
     # Two independent r's differ by more than 2 sigma of their difference (sqrt 2 x the noise of
     # one) with probability ~5 %: below that, the ordering could be the initialisation's.  With
     # three seeds a side the seeds' own spread decides (run against run).
@@ -174,19 +205,19 @@ def check_claims(table: pd.DataFrame, params: EmbeddingParams, claims: Claims,
                         "are more alike than T_miiii's (a stand-in for the authors' 37)",
                         measured, verdict, scale="p = 113, d 256 (the paper profile)")
         else:
-            claims.check(id, measured + " (the authors' figure shows the first 37)", verdict,
-                         scale="p = 113, d 256 (the paper profile)")
+            claims.check(id, measured + " (the authors' figure shows the first 37)",
+                         paper(verdict), scale="p = 113, d 256 (the paper profile)")
     top3 = "top-3 frequencies' power share"
     claims.check("mi-we-spectrum", "top-3 frequency share of W_E: " + ", ".join(
         f"{k} {shown(k, top3, '.2f')}" for k in row.index),
-        every([same_budget("T_nanda", "T_miiii", "T_basis"),
-               larger(values("T_nanda", top3), values("T_miiii", top3)),
-               larger(values("T_miiii", top3), values("T_basis", top3))]),
+        paper(every([same_budget("T_nanda", "T_miiii", "T_basis"),
+                     larger(values("T_nanda", top3), values("T_miiii", top3)),
+                     larger(values("T_miiii", top3), values("T_basis", top3))])),
         scale="p = 113, every variant at 65,536 epochs (the paper profile)")
     n90 = f"{params.fractions[-1]:.0%} of sum of s"
     claims.check("mi-we-svd-diffuse", f"singular values of W_E to {n90}: T_miiii "
                  f"{shown('T_miiii', n90, 'g')}, T_nanda {shown('T_nanda', n90, 'g')}",
-                 every([same_budget("T_nanda", "T_miiii"),
-                        larger(values("T_miiii", n90), values("T_nanda", n90))]),
+                 paper(every([same_budget("T_nanda", "T_miiii"),
+                              larger(values("T_miiii", n90), values("T_nanda", n90))])),
                  scale="p = 113, every variant at 65,536 epochs (the paper profile)")
     claims.done()

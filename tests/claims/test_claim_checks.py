@@ -73,7 +73,8 @@ def test_embedding_claims_are_not_shown_at_unequal_epochs_even_far_apart(tmp_pat
     def table(epochs, nanda_r):
         return pd.DataFrame({"task": ["T_nanda", "T_miiii", "T_basis"], first: [nanda_r, -0.6, 0.0],
                              every: [nanda_r, -0.6, 0.0], "90% of sum of s": [3, 9, 12],
-                             "top-3 frequencies' power share": [0.9, 0.4, 0.1], "epochs": epochs})
+                             "top-3 frequencies' power share": [0.9, 0.4, 0.1], "epochs": epochs,
+                             "final valid acc": 1.0})
 
     record = _record(tmp_path / "a", "12_miiii_embeddings")
     check_claims(table([1500, 10000, 1500], 0.95), params, record)
@@ -106,11 +107,11 @@ def test_embedding_claims_on_three_seeds_a_side_hold_fail_and_tie_run_against_ru
     params = EmbeddingParams(train_params={"p": 11, "d_model": 16, "n_heads": 2}, pos_dims=8)
     first, every = pos_columns(params.pos_dims)
 
-    def table(nanda_r, miiii_r, basis_r, n90, top3, shift=0.0):
+    def table(nanda_r, miiii_r, basis_r, n90, top3, shift=0.0, miiii_valid=1.0):
         r = [nanda_r + shift, miiii_r + shift, basis_r + shift]
         return pd.DataFrame({"task": ["T_nanda", "T_miiii", "T_basis"], first: r, every: r,
                              "90% of sum of s": n90, "top-3 frequencies' power share": top3,
-                             "epochs": [100, 100, 100]})
+                             "epochs": [100, 100, 100], "final valid acc": [1.0, miiii_valid, 0.1]})
 
     def statuses(*tables):
         record = _record(tmp_path / str(len(list(tmp_path.iterdir()))), "12_miiii_embeddings")
@@ -119,6 +120,15 @@ def test_embedding_claims_on_three_seeds_a_side_hold_fail_and_tie_run_against_ru
 
     paper_way = [table(0.4, -0.5, 0.0, [3, 9, 12], [0.9, 0.4, 0.1], shift) for shift in (0, 0.05, -0.05)]
     assert set(statuses(*paper_way).values()) == {"holds"}
+    # the same embeddings with T_miiii short of generalising on one seed (the CPU profile's, at
+    # 4,000 epochs): not yet the paper's trained model, each paper claim not shown (budget);
+    # ours compares the runs as they are
+    mid = paper_way[:2] + [table(0.4, -0.5, 0.0, [3, 9, 12], [0.9, 0.4, 0.1], miiii_valid=0.4)]
+    record = _record(tmp_path / "mid", "12_miiii_embeddings")
+    check_claims(mid[0], params, record, mid[1:])
+    got = {c.id: (c.status, c.reason) for c in record.claims}
+    assert got.pop("nanda-positions-more-alike-all-dims") == ("holds", "")
+    assert set(got.values()) == {("not shown", "budget")}
     # one seed, the same numbers: the paper's comparisons are not shown
     one = statuses(paper_way[0])
     assert one["mi-we-spectrum"] == one["mi-we-svd-diffuse"] == one["mi-pos-correlation"] == "not shown"
