@@ -15,12 +15,10 @@ import pandas as pd
 
 from rt_lib.analysis import fourier
 from rt_lib.claims.ledger import Claims
-from rt_lib.experiments.miiii_neurons import NAME as NEURONS
 from rt_lib.experiments.miiii_training import NAME as TRAINING
 from rt_lib.experiments.miiii_training import (MiiiiParams, MiiiiRun, not_generalised, run,
                                                runs_folder, smoke_train_params, training_params)
 from rt_lib.experiment import Experiment
-from rt_lib.runtime.io import results_dir
 from rt_lib.runtime.params import Params
 from rt_lib.claims.verdicts import BUDGET, HOLDS, NOT_SHOWN, RUNS, Verdict, beyond_noise, every, larger
 
@@ -38,10 +36,10 @@ class EmbeddingParams(Params):
     pos_dims: int = 37  # r also over the first pos_dims dims, as the authors figure shows
     # Every claim here compares runs, so each needs three seeds a side (DEVELOPERS.md, "Margins,
     # not ties"): the seed of notebook 11's runs is read; each other is read where notebook 11
-    # (its extra_seeds: the paper profile) or 13 (its trained_seeds of T_miiii) trained it with
-    # the same recipe, else trained here with it.  The CPU profile keeps one: its T_miiii has not
-    # generalised by 4,000 epochs, so the paper's claims here are not shown whatever the seeds
-    # (three seeds a side, measured on two kernel paths: docs/scale.md)
+    # trained it (its extra_seeds: the paper profile), else trained here with the same recipe.
+    # The CPU profile keeps one: its T_miiii has not generalised by 4,000 epochs, so the paper's
+    # claims here are not shown whatever the seeds (three seeds a side, measured on two kernel
+    # paths: docs/scale.md)
     seeds: tuple[int, ...] = (0,)  # seeds of every variant compared, for the claims (paper: 0, 1, 2)
 
     @classmethod
@@ -74,7 +72,7 @@ MID_TRANSITION = (
 
 
 EXPERIMENT = Experiment(
-    NAME, EmbeddingParams, reads=(TRAINING, NEURONS),
+    NAME, EmbeddingParams, reads=(TRAINING,),
     title="miiii's embeddings: positions, SVD, Fourier (Figs. 7-13)",
     not_shown_on_cpu={
         "mi-pos-correlation": (
@@ -121,12 +119,10 @@ def embedding_table(runs: dict[str, MiiiiRun], p: int,
 def seed_tables(params: EmbeddingParams) -> list[pd.DataFrame]:
     """:func:`embedding_table` of every variant on each of ``params.seeds`` but notebook 11's
     own (none: []), for the claims that compare runs on three seeds a side: each run read from
-    notebook 11's folder (its ``extra_seeds``) or 13's (its T_miiii seeds) when one holds it,
-    else trained in this one."""
+    notebook 11's folder when it holds it (its ``extra_seeds``), else trained in this one."""
     training = params.training()
-    found = (runs_folder(training), results_dir(NEURONS, create=False))
     return [embedding_table({r.variant: r for r in run(training, name=NAME, seed=seed,
-                                                       reuse=found).values()},
+                                                       reuse=(runs_folder(training),)).values()},
                             training.p, params.fractions, params.pos_dims)
             for seed in params.seeds if seed != training.seed]
 

@@ -184,7 +184,7 @@ def trained_models(params: NeuronParams, main: MiiiiRun) -> dict[int, nn.Module]
     """{seed: final model (eval, CPU)} of T_<variant> for every seed of ``trained_seeds``: the seed
     of notebook 11's run is ``main``; each other is read from notebook 11's folder when it holds
     it (its extra_seeds: the same recipe, the same run), else trained (or resumed) in this
-    notebook's folder with notebook 11's recipe, only its one run (notebook 12 reads it there)."""
+    notebook's folder with notebook 11's recipe, only its one run."""
     training = params.training()
     out = {}
     for seed in params.trained_seeds:
