@@ -35,6 +35,8 @@ def test_the_portable_rules_mask_numbers_and_keep_words():
     ("  0.991 [0.98, 1.0]\n  0.5 [0.4] †", "  0.991 [0.98, 1.0] †\n  0.5 [0.4]"),  # daggers
     ("below: {5: 0.934, 7: 0.496}", "below: {5: 0.9, 7: 0.4, 11: 0.1}"),  # a dict of heads
     ("[NOT SHOWN] mi-every-head-groks: 2 of 11 heads (x)\n", "[NOT SHOWN] mi-every-head-groks: 3 of 11, more\n"),
+    # a widget's text form cut at a fixed length: a neuron of two digits moves the cut
+    ("VBox(children=(IntSlider(value=12, max=127), Se…", "VBox(children=(IntSlider(value=7, max=127), Sel…"),
 ])
 def test_what_moves_with_the_rounding_is_masked(recorded, here):
     rules = sanitize_rules([STRICT_SANITIZE, PORTABLE_SANITIZE])
@@ -47,6 +49,7 @@ def test_what_moves_with_the_rounding_is_masked(recorded, here):
     ("[NOT SHOWN: noise] a-b: 1\n", "[NOT SHOWN: contrary] a-b: 1\n"),  # why not shown
     ("train acc 0.9", "valid acc 0.9"),  # a word
     ("<Figure size 1210x418 with 2 Axes>", "<Figure size 1210x400 with 2 Axes>"),  # a figure's size
+    ("VBox(children=(IntSlider(value=7), Se…", "HBox(children=(IntSlider(value=7), Se…"),  # a widget
 ])
 def test_what_must_hold_on_any_platform_is_not_masked(recorded, here):
     rules = sanitize_rules([STRICT_SANITIZE, PORTABLE_SANITIZE])
