@@ -52,10 +52,10 @@ class EmbeddingParams(Params):
             raise ValueError(f"fractions must lie in (0, 1], got {self.fractions}")
         if self.n_vectors < 1:
             raise ValueError(f"n_vectors must be a positive integer, got {self.n_vectors!r}")
-        d_model = self.training().d_model  # also checks variants and train_params
+        training = self.training()  # also checks variants and train_params
+        d_model, seed = training.d_model, training.seed
         if not isinstance(self.pos_dims, int) or not 3 <= self.pos_dims <= d_model:
             raise ValueError(f"pos_dims must be an integer in 3..d_model={d_model}, got {self.pos_dims!r}")
-        seed = self.training().seed
         if len(set(self.seeds)) != len(self.seeds) or seed not in self.seeds:
             raise ValueError(f"seeds must be distinct and hold the seed of notebook 11's runs "
                              f"({seed}), got {list(self.seeds)!r}")

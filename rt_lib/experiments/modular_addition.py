@@ -127,7 +127,7 @@ def check_claims(result: GridResult, circles: pd.DataFrame, claims: Claims) -> N
     smaller = how_smaller(p)
     check_solves(claims, "rt-t1-modular", result.metrics, "test_acc",
                  "modular addition" + (f", p = {p}" if smaller else ""), scale=SCALE,
-                 reduced=None if smaller is None else ReducedTask(smaller, REDUCED_ID, REDUCED))
+                 reduced=ReducedTask.unless_paper(smaller, REDUCED_ID, REDUCED))
     width = int(result.metrics.loc[result.metrics["model"] == "random transformer", "width"].max())
     rnd = circles[(circles.model == "random transformer") & (circles.width == width)]
     rnd = rnd.sort_values("restart")

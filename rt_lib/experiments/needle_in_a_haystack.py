@@ -204,7 +204,7 @@ def check_claims(result: GridResult, examples: Tensor, claims: Claims) -> None:
     smaller = how_smaller(task)  # on a smaller task the measurements are claims of our own
     check_solves(claims, "rt-t1-needle", result.metrics, "test_acc",
                  "needle-in-a-haystack" + (f", {words_of(task)}" if smaller else ""), scale=SCALE,
-                 reduced=None if smaller is None else ReducedTask(smaller, REDUCED_ID, REDUCED))
+                 reduced=ReducedTask.unless_paper(smaller, REDUCED_ID, REDUCED))
     width = int(result.metrics.loc[result.metrics["model"] == "random transformer", "width"].max())
     trained = [best_head_scores(m, examples) for (kind, w, _), m in sorted(result.models.items())
                if kind == "random transformer" and w == width]
@@ -219,9 +219,8 @@ def check_claims(result: GridResult, examples: Tensor, claims: Claims) -> None:
                          for j, job in enumerate(jobs)))
     # Figure 2's circuit is the paper's task's: on fewer pairs it is a claim of our own
     check_on_paper_task(claims, "rt-fig2-needle-heads", heads, every(verdicts), scale=SCALE,
-                        reduced=None if smaller is None else ReducedTask(
-                            smaller, HEADS_REDUCED_ID, HEADS_REDUCED,
-                            naming="on the reduced task it is"))
+                        reduced=ReducedTask.unless_paper(smaller, HEADS_REDUCED_ID, HEADS_REDUCED,
+                                                         naming="on the reduced task it is"))
     table = head_ablation_table(result, examples)
     carry, to_plateau = ablation_verdicts(table, copy_plateau(task), len(task.test[0]))
     measured = (f"width {width}, test accuracy per restart with nothing, the least-scoring pair "

@@ -139,7 +139,7 @@ def check_claims(result: GridResult, rules: dict[str, float], claims: Claims) ->
     smaller = how_smaller(task)
     check_solves(claims, "rt-t1-parentheses", result.metrics, "test_acc",
                  "parenthesis balancing" + (f", {words_of(task)}" if smaller else ""), scale=SCALE,
-                 reduced=None if smaller is None else ReducedTask(smaller, REDUCED_ID, REDUCED))
+                 reduced=ReducedTask.unless_paper(smaller, REDUCED_ID, REDUCED))
     check_beats_rules(claims, result.metrics, rules, len(task.test[0]))
     claims.done()
 

@@ -63,6 +63,13 @@ class ReducedTask:
     statement: str  # what that claim says
     naming: str = "the reduced task is"  # how the paper's claim names it
 
+    @classmethod
+    def unless_paper(cls, smaller: str | None, id: str, statement: str,
+                     naming: str = "the reduced task is") -> "ReducedTask | None":
+        """The reduced task ``smaller`` describes (a module's ``how_smaller``), or None when
+        the run is on the paper's task (``smaller`` None): what ``reduced=`` takes."""
+        return None if smaller is None else cls(smaller, id, statement, naming)
+
 
 def check_on_paper_task(claims: Claims, id: str, measured: str, verdict: Verdict | bool,
                         scale: str = "", reduced: ReducedTask | None = None) -> Claim:

@@ -178,6 +178,9 @@ def test_full_epoch_variants_get_t_miiiis_epochs_under_the_same_run_key():
     assert [params.epochs_for(v, lamb) for v, lamb in
             [("miiii", 2.0), ("masked", 2.0), ("basis", 2.0), ("nanda", 2.0), ("miiii", 0.0)]] == [
         300, 300, 20, 20, 20]
+    # the dropout-0 run is T_miiii's task at T_miiii's λ: T_miiii's epochs, not the baselines'
+    from rt_lib.experiments.miiii_training import runs_to_do
+    assert [own.epochs_for(v, lamb) for v, lamb, own in runs_to_do(params) if own.dropout == 0] == [300]
     # a run is keyed by what it computes: T_masked at 300 epochs is the run every baseline at
     # full epochs makes, and T_basis at 20 is not T_basis at 300
     every = replace(params, baseline_epochs=None, full_epoch_variants=())
