@@ -93,6 +93,25 @@ def fourier_power(embedding: np.ndarray) -> np.ndarray:
     return half / total if total > 0 else half
 
 
+def singular_vectors(embedding: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Left singular vectors [p, r] (one column per vector, over the tokens) and singular
+    values [r], descending, of an embedding [p, d] with its mean over tokens removed: the vectors
+    of miiii Figures 9-10.  Each vector's sign is arbitrary."""
+    x = np.asarray(embedding)
+    u, s, _ = np.linalg.svd(x - x.mean(0), full_matrices=False)
+    return u, s
+
+
+def vector_periodicity(embedding: np.ndarray, fraction: float = 0.5) -> list[float]:
+    """For each of an embedding's top left singular vectors (:func:`singular_vectors`, as many
+    as reach ``fraction`` of the sum of the singular values: Figure 9's cutoff), the share of its
+    power at its strongest frequency (:func:`fourier_power`): 1 for one sinusoid over the
+    tokens, whatever its phase; about 3 / (p // 2) for noise."""
+    u, s = singular_vectors(embedding)
+    (n,) = cumulative_marks(s, (fraction,))
+    return [float(fourier_power(u[:, i : i + 1]).max()) for i in range(n)]
+
+
 def top_frequency_share(embedding: np.ndarray, k: int = 3) -> float:
     """Share of an embedding's power [p, d] in its ``k`` strongest frequencies
     (:func:`fourier_power`): near 1 for a periodic embedding, k / (p // 2) or so for noise."""

@@ -12,6 +12,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 
 from rt_lib.analysis.activations import PCA, circularity
+from rt_lib.analysis.fourier import singular_vectors
 
 #: One colour per model kind, the same in every figure of the project.
 MODEL_COLORS = {
@@ -376,7 +377,7 @@ def plot_singular_values(ax: Axes, values: Mapping[str, np.ndarray], squared: bo
 def plot_singular_vectors(ax: Axes, embedding: np.ndarray, n: int = 4, title: str | None = None) -> Axes:
     """miiii Figure 9: the top left singular vectors of W_E [p, d] over the digit tokens (periodic
     curves when the embedding is a Fourier lookup table)."""
-    u, s, _ = np.linalg.svd(np.asarray(embedding) - np.asarray(embedding).mean(0), full_matrices=False)
+    u, s = singular_vectors(embedding)
     # SVD signs are arbitrary (another LAPACK may flip a curve): largest-magnitude entry positive,
     # as rt_lib.analysis.activations.pca does for its components
     signs = np.sign(u[np.abs(u).argmax(0), np.arange(u.shape[1])])

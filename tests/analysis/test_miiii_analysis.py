@@ -88,6 +88,22 @@ def test_fourier_power_finds_the_embedding_frequencies():
     np.testing.assert_allclose(fourier.fourier_power(alt), [0, 0, 0, 1], atol=1e-12)
 
 
+def test_vector_periodicity_reads_each_top_singular_vector_at_its_strongest_frequency():
+    p = 37
+    x = np.arange(p)
+    cos3, sin5 = np.cos(2 * np.pi * 3 * x / p), np.sin(2 * np.pi * 5 * x / p)
+    # orthogonal columns: the singular vectors are the two waves, s in the ratio 3 : 2, so the
+    # first alone reaches half the sum of s and both reach 0.9
+    emb = np.stack([3 * cos3, 2 * sin5, np.zeros(p)], 1)
+    np.testing.assert_allclose(fourier.vector_periodicity(emb, 0.5), [1.0], atol=1e-12)
+    np.testing.assert_allclose(fourier.vector_periodicity(emb, 0.9), [1.0, 1.0], atol=1e-12)
+    # one vector that is two waves of equal power: half of it at its strongest frequency
+    np.testing.assert_allclose(fourier.vector_periodicity((cos3 + sin5)[:, None]), [0.5], atol=1e-12)
+    # noise: no vector near one frequency (18 frequencies at p = 37)
+    noise = fourier.vector_periodicity(np.random.default_rng(0).normal(size=(p, 64)))
+    assert len(noise) > 5 and max(noise) < 0.5
+
+
 def test_active_and_top_frequencies_of_a_known_grid():
     p = 11
     grid = np.stack([cos_grid(p, 2, 4), cos_grid(p, 1, 0, 0.5) + cos_grid(p, 3, 3)], -1)

@@ -73,13 +73,15 @@ def test_embedding_claims_are_not_shown_at_unequal_epochs_even_far_apart(tmp_pat
     def table(epochs, nanda_r):
         return pd.DataFrame({"task": ["T_nanda", "T_miiii", "T_basis"], first: [nanda_r, -0.6, 0.0],
                              every: [nanda_r, -0.6, 0.0], "90% of sum of s": [3, 9, 12],
-                             "top-3 frequencies' power share": [0.9, 0.4, 0.1], "epochs": epochs,
+                             "top-3 frequencies' power share": [0.9, 0.4, 0.1],
+                             "top vectors' periodicity": [0.95, 0.5, 0.2], "epochs": epochs,
                              "final valid acc": 1.0})
 
     record = _record(tmp_path / "a", "12_miiii_embeddings")
     check_claims(table([1500, 10000, 1500], 0.95), params, record)
     assert {c.id: c.status for c in record.claims if not c.own} == {
-        "mi-pos-correlation": "not shown", "mi-we-spectrum": "not shown", "mi-we-svd-diffuse": "not shown"}
+        "mi-pos-correlation": "not shown", "mi-we-spectrum": "not shown", "mi-we-svd-diffuse": "not shown",
+        "mi-svd-vectors-periodic": "not shown"}
     record = _record(tmp_path / "b", "12_miiii_embeddings")
     check_claims(table([100, 100, 100], 0.95), params, record)
     # 1.55 apart, and 0.6 below T_basis, the control; 2 sigma of the difference over 8 dims is
@@ -109,8 +111,10 @@ def test_embedding_claims_on_three_seeds_a_side_hold_fail_and_tie_run_against_ru
 
     def table(nanda_r, miiii_r, basis_r, n90, top3, shift=0.0, miiii_valid=1.0):
         r = [nanda_r + shift, miiii_r + shift, basis_r + shift]
+        # the top vectors' periodicity goes the way of the top-3 share
         return pd.DataFrame({"task": ["T_nanda", "T_miiii", "T_basis"], first: r, every: r,
                              "90% of sum of s": n90, "top-3 frequencies' power share": top3,
+                             "top vectors' periodicity": [v + shift / 5 for v in top3],
                              "epochs": [100, 100, 100], "final valid acc": [1.0, miiii_valid, 0.1]})
 
     def statuses(*tables):
@@ -131,14 +135,22 @@ def test_embedding_claims_on_three_seeds_a_side_hold_fail_and_tie_run_against_ru
     assert set(got.values()) == {("not shown", "budget")}
     # one seed, the same numbers: the paper's comparisons are not shown
     one = statuses(paper_way[0])
-    assert one["mi-we-spectrum"] == one["mi-we-svd-diffuse"] == one["mi-pos-correlation"] == "not shown"
+    assert (one["mi-we-spectrum"] == one["mi-we-svd-diffuse"] == one["mi-pos-correlation"]
+            == one["mi-svd-vectors-periodic"] == "not shown")
     other_way = [table(-0.5, 0.4, 0.6, [9, 3, 12], [0.1, 0.4, 0.9], shift) for shift in (0, 0.05, -0.05)]
     got = statuses(*other_way)
-    assert got["mi-pos-correlation"] == got["mi-we-spectrum"] == got["mi-we-svd-diffuse"] == "fails"
+    assert (got["mi-pos-correlation"] == got["mi-we-spectrum"] == got["mi-we-svd-diffuse"]
+            == got["mi-svd-vectors-periodic"] == "fails")
     # the seeds overlap: T_miiii's r above T_nanda's on one seed
     mixed = paper_way[:2] + [table(-0.5, 0.4, 0.6, [9, 3, 12], [0.1, 0.4, 0.9])]
     got = statuses(*mixed)
-    assert got["mi-pos-correlation"] == got["mi-we-spectrum"] == got["mi-we-svd-diffuse"] == "not shown"
+    assert (got["mi-pos-correlation"] == got["mi-we-spectrum"] == got["mi-we-svd-diffuse"]
+            == got["mi-svd-vectors-periodic"] == "not shown")
+    # T_nanda's vectors periodic on every seed, T_miiii's no more than T_basis's: not the paper's
+    flat = [table(0.4, -0.5, 0.0, [3, 9, 12], [0.9, 0.4, 0.1], shift) for shift in (0, 0.05, -0.05)]
+    for t in flat:
+        t.loc[t["task"] == "T_miiii", "top vectors' periodicity"] = 0.05
+    assert statuses(*flat)["mi-svd-vectors-periodic"] == "fails"
 
 
 def test_imitation_fails_on_the_narrow_target_and_needs_the_trained_baseline_for_the_wide_one(tmp_path):

@@ -27,7 +27,7 @@ LEDGER_IDS = [
     "mi-every-head-groks", "mi-grokking", "mi-small-primes-first", "mi-rest-grok-together",
     "mi-miiii-slower-than-nanda", "mi-grokfast-needed",
     "mi-masked-next-primes", "mi-basis-memorises", "mi-dropout-needed", "mi-pos-correlation",
-    "mi-we-svd-diffuse", "mi-we-spectrum", "mi-neurons-periodic", "mi-active-frequencies",
+    "mi-we-svd-diffuse", "mi-svd-vectors-periodic", "mi-we-spectrum", "mi-neurons-periodic", "mi-active-frequencies",
     "mi-optuna-table2"]
 ID = re.compile(r"""["']((?:rt|mi)-[a-z0-9]+(?:-[a-z0-9]+)*)["']""")
 
