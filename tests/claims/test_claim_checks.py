@@ -39,6 +39,28 @@ def test_memorisation_needs_three_restarts_a_side_apart_by_twice_and_a_fitting_t
         assert _status(record, "rt-t3-memorisation-bits") == want, want
 
 
+def test_the_random_transformer_memorises_when_every_restart_is_clear_of_chance(tmp_path):
+    from rt_lib.experiments.memorisation import check_claims
+    from rt_lib.tasks import memorisation
+    task = memorisation(16, 0, "authors")  # 256 labels, chance 1/16: 2 standard errors 0.030
+
+    def metrics(random_acc):
+        return pd.DataFrame([{"model": m, "width": 8, "restart": r, "train_acc": a,
+                              "trainable_params": n}
+                             for m, n in (("random transformer", 400), ("trained transformer", 1000))
+                             for r, a in enumerate(random_acc if m.startswith("random") else [1.0] * 3)])
+
+    got = {}
+    for want, accs in {"holds": [0.2, 0.21, 0.11], "runs": [0.2], "noise": [0.07, 0.2, 0.21],
+                       "fails": [0.2, 0.21, 0.01]}.items():
+        record = Claims(tmp_path / want, strict=False, notebook="05_memorisation")
+        check_claims(metrics(accs), task, record)
+        claim = next(c for c in record.claims if c.id == "rt-t3-random-memorises")
+        got[want] = (claim.status, claim.reason)
+    assert got == {"holds": ("holds", ""), "runs": ("not shown", "runs"),
+                   "noise": ("not shown", "noise"), "fails": ("fails", "")}
+
+
 def test_tinystories_comparisons_use_seed_ranges_and_a_tie_is_not_shown(tmp_path):
     from rt_lib.experiments.tinystories import check_claims
 

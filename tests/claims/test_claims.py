@@ -22,7 +22,7 @@ from rt_lib.claims.verdicts import (FAILS, HOLDS, NOT_SHOWN, Verdict, beyond_noi
 LEDGER_IDS = [
     "rt-t1-modular", "rt-t1-needle", "rt-t1-decimal", "rt-t1-parentheses", "rt-t1-beats-lstm",
     "rt-t1-width16-fails", "rt-t1-random-lstm", "rt-fig2-needle-heads", "rt-fig3-circle-pcs13", "rt-t2-all-three-needed",
-    "rt-t3-memorisation-bits", "rt-fig4-wider-better", "rt-fig4-trained-beats-random",
+    "rt-t3-random-memorises", "rt-t3-memorisation-bits", "rt-fig4-wider-better", "rt-fig4-trained-beats-random",
     "rt-fig4-16x-width", "rt-fig5-samples", "rt-subspace-concentrated", "rt-fig6-imitation",
     "mi-every-head-groks", "mi-grokking", "mi-small-primes-first", "mi-rest-grok-together",
     "mi-miiii-slower-than-nanda", "mi-grokfast-needed",
