@@ -17,8 +17,9 @@ from torch import nn
 from rt_lib.analysis import fourier
 from rt_lib.claims.ledger import Claims
 from rt_lib.experiments.miiii_training import NAME as TRAINING
-from rt_lib.experiments.miiii_training import (MiiiiParams, MiiiiRun, finished_run, run,
-                                               runs_folder, smoke_train_params, snapshot_models,
+from rt_lib.experiments.miiii_training import (MiiiiParams, MiiiiRun, finished_run,
+                                               not_generalised, run, runs_folder,
+                                               smoke_train_params, snapshot_models,
                                                training_params)
 from rt_lib.experiment import Experiment
 from rt_lib.model import build_model
@@ -68,6 +69,14 @@ EXPERIMENT = Experiment(
     NAME, NeuronParams, reads=(TRAINING,),
     title="miiii's neurons over training, active frequencies (Figs. 14-15)",
     not_shown_on_cpu={
+        "mi-neurons-periodic": (
+            "T_miiii has not generalised by the CPU profile's 4,000 epochs (final validation "
+            "0.40, 0.34, 0.31 on seeds 0-2), and the paper's neurons are the trained model's: "
+            "those of the model caught mid-transition are periodic beyond untrained models' "
+            "already (median top-3 share 0.46-0.64 against 0.33-0.42, notebook 13's claim line), "
+            "as notebook 12's embeddings are apart on one kernel path and not on another; the "
+            "paper profile's 65,536 epochs at p = 113 are expected to show the trained model's "
+            "(an estimate)"),
         "mi-active-frequencies": (
             "one run a side at 4,000 epochs: the authors' count (neuron 0, k = 1) of T_miiii "
             "rises 0 -> 10, 19, 17 over the last three snapshots and T_basis's, the control "
@@ -180,21 +189,21 @@ def readout_strength(model: nn.Module) -> np.ndarray:
 UNTRAINED_SEEDS = (100, 101, 102)  # the baseline's initialisations, apart from the run's seed
 
 
-def trained_models(params: NeuronParams, main: MiiiiRun) -> dict[int, nn.Module]:
-    """{seed: final model (eval, CPU)} of T_<variant> for every seed of ``trained_seeds``: the seed
-    of notebook 11's run is ``main``; each other is read from notebook 11's folder when it holds
+def trained_runs(params: NeuronParams, main: MiiiiRun) -> dict[int, MiiiiRun]:
+    """{seed: finished run} of T_<variant> for every seed of ``trained_seeds``: the seed of
+    notebook 11's run is ``main``; each other is read from notebook 11's folder when it holds
     it (its extra_seeds: the same recipe, the same run), else trained (or resumed) in this
     notebook's folder with notebook 11's recipe, only its one run."""
     training = params.training()
     out = {}
     for seed in params.trained_seeds:
         if seed == training.seed:
-            out[seed] = main.result.model.eval()
+            out[seed] = main
             continue
         own = replace(training, seed=seed, variants=(params.variant,), lambda_zero=False,
                       dropout_zero=False)
         runs = run(own, name=NAME, reuse=(runs_folder(training),))
-        out[seed] = next(r for r in runs.values() if r.variant == params.variant).result.model.eval()
+        out[seed] = next(r for r in runs.values() if r.variant == params.variant)
     return out
 
 
@@ -214,28 +223,36 @@ def model_share(model: nn.Module, p: int, params: NeuronParams) -> float:
 
 
 def check_claims(table: pd.DataFrame, authors: pd.DataFrame, grids: dict[int, np.ndarray],
-                 trained: dict[int, nn.Module], p: int, params: NeuronParams,
+                 trained: dict[int, MiiiiRun], p: int, params: NeuronParams,
                  claims: Claims, control: pd.DataFrame | None = None) -> None:
-    """Record notebook 13's claims.  Periodic neurons: each trained model of ``trained`` (a seed
-    each) against untrained models of the same shape (seeds :data:`UNTRAINED_SEEDS`), one value
-    per model (:func:`model_share`): an untrained ReLU neuron over u[x1] + v[x0] + c is already
-    far from a uniform spectrum, so every trained model's share must lie above every untrained
-    one's (ranges apart, three a side; one model's neurons move with the platform's rounding).
+    """Record notebook 13's claims.  Periodic neurons: the final model of each run of
+    ``trained`` (:func:`trained_runs`, a seed each) against untrained models of the same shape
+    (seeds :data:`UNTRAINED_SEEDS`), one value per model (:func:`model_share`): an untrained
+    ReLU neuron over u[x1] + v[x0] + c is already far from a uniform spectrum, so every trained
+    model's share must lie above every untrained one's (ranges apart, three a side; one model's
+    neurons move with the platform's rounding).  The paper's neurons are the trained T_miiii's:
+    not shown (budget) while a run has not generalised (as notebook 12's claims).
     The authors' count of active frequencies must rise over training and fall back
     (:func:`rise_and_fall`, neuron 0, k = 1), more than the same count of ``control``
     (:func:`control_authors_table`).  Ours: the share of the MLP's power combining both digits
     goes from below 0.1 to above 0.3."""
-    cfg = next(iter(trained.values())).cfg
-    ours = {seed: model_share(m, p, params) for seed, m in trained.items()}
+    models = {seed: r.result.model.eval() for seed, r in trained.items()}
+    cfg = next(iter(models.values())).cfg
+    ours = {seed: model_share(m, p, params) for seed, m in models.items()}
     untrained = {seed: model_share(build_model(cfg, seed).eval(), p, params)
                  for seed in UNTRAINED_SEEDS}
+    histories = [r.result.history for r in trained.values()]
+    stalled = not_generalised(f"T_{params.variant}",
+                              [float(h["valid_acc"].iloc[-1]) for h in histories],
+                              max(int(h["step"].iloc[-1]) for h in histories),
+                              params.training().generalised_at)
     claims.check("mi-neurons-periodic", f"median power share of the top {params.n_top} frequency "
                  f"pairs over each model's {params.n_neurons} strongest neurons: trained "
                  f"{', '.join(f'{s:.2f}' for s in ours.values())} (seeds "
                  f"{', '.join(map(str, ours))}); untrained "
                  f"{', '.join(f'{s:.2f}' for s in untrained.values())} (seeds "
                  f"{', '.join(map(str, untrained))})",
-                 larger(list(ours.values()), list(untrained.values())),
+                 larger(list(ours.values()), list(untrained.values())) if stalled is None else stalled,
                  scale="p = 113 (the paper profile)")
     column = "active, neuron 0 (k = 1)"
     measured = (f"the authors' count, neuron 0, k = 1: {authors[column].tolist()} at epochs "
