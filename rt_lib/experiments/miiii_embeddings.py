@@ -16,8 +16,9 @@ import pandas as pd
 from rt_lib.analysis import fourier
 from rt_lib.claims.ledger import Claims
 from rt_lib.experiments.miiii_training import NAME as TRAINING
-from rt_lib.experiments.miiii_training import (MiiiiParams, MiiiiRun, not_generalised, run,
-                                               runs_folder, smoke_train_params, training_params)
+from rt_lib.experiments.miiii_training import (MiiiiParams, MiiiiRun, epochs_trained, model_at,
+                                               not_generalised, run, runs_folder,
+                                               smoke_train_params, training_params, valid_at)
 from rt_lib.experiment import Experiment
 from rt_lib.runtime.params import Params
 from rt_lib.claims.verdicts import BUDGET, HOLDS, NOT_SHOWN, RUNS, Verdict, beyond_noise, every, larger
@@ -107,11 +108,14 @@ def embedding_table(runs: dict[str, MiiiiRun], p: int,
                     fractions: tuple[float, ...] = (0.5, 0.9), pos_dims: int = 37) -> pd.DataFrame:
     """Per variant: positional correlation (over the first ``pos_dims`` dimensions, as the
     authors' figure shows them, and over all), how many singular values of W_E reach each fraction
-    (of their sum and of their squares), and the share of the strongest few frequencies."""
+    (of their sum and of their squares), and the share of the strongest few frequencies.  Every
+    run is read at the shortest run's last epoch (a longer one at its weights there), so that
+    the rows compare equal budgets."""
     rows = []
     first, every = pos_columns(pos_dims)
+    at = min(epochs_trained(r) for r in runs.values())
     for variant, r in runs.items():
-        model = r.result.model.cpu().eval()
+        model = model_at(r, at).cpu().eval()
         emb = fourier.token_embedding(model, p)
         s = fourier.singular_values(emb)
         row: dict[str, Any] = {"task": f"T_{variant}",
@@ -123,8 +127,8 @@ def embedding_table(runs: dict[str, MiiiiRun], p: int,
         row["top-3 frequencies' power share"] = fourier.top_frequency_share(emb)
         # the median top vector's power share at its strongest frequency (1: one sinusoid)
         row[PERIODICITY] = float(np.median(fourier.vector_periodicity(emb, VECTOR_CUTOFF)))
-        row["final valid acc"] = float(r.result.history["valid_acc"].iloc[-1])
-        row["epochs"] = int(r.result.history["step"].iloc[-1])
+        row["final valid acc"] = valid_at(r, at)
+        row["epochs"] = at
         rows.append(row)
     return pd.DataFrame(rows)
 

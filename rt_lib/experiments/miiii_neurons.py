@@ -139,12 +139,14 @@ def control_authors_table(params: NeuronParams, k_values: tuple[float, ...]) -> 
 FALLS_TO = 0.75
 
 
-def rise_and_fall(runs: list[pd.Series], controls: list[pd.Series]) -> Verdict:
+def rise_and_fall(runs: list[pd.Series], controls: list[pd.Series], unequal: str = "") -> Verdict:
     """``mi-active-frequencies`` on the authors' count over snapshots, one series per seed: on
     every run it rises (the mean over the last third above the first third's) and falls back
     from its peak by the last snapshot (not shown, ``budget``, while it has not: the run ended
     first); and it rises more than the same count of the control runs (T_basis), ranges apart
-    over three seeds a side (fewer, or none, is not shown, ``runs``)."""
+    over three seeds a side (fewer, or none, is not shown, ``runs``).  ``unequal``: how the
+    control's epochs differ from the runs' (empty: they are the same); a control trained for
+    another budget is not compared (not shown, ``budget``)."""
     parts, rises = [], []
     for counts in runs:
         early, late = thirds(counts)
@@ -161,6 +163,9 @@ def rise_and_fall(runs: list[pd.Series], controls: list[pd.Series]) -> Verdict:
     if not controls:
         parts.append(Verdict(NOT_SHOWN, "no control run (T_basis): the count also rises where a "
                                         "neuron's amplitude grows, periodic or not", RUNS))
+    elif unequal:
+        parts.append(Verdict(NOT_SHOWN, f"the control trained for other epochs ({unequal}): "
+                                        "its rise is not comparable", BUDGET))
     else:
         control_rises = [late - early for early, late in map(thirds, controls)]
         parts.append(larger(rises, control_rises))
@@ -260,8 +265,12 @@ def check_claims(table: pd.DataFrame, authors: pd.DataFrame, grids: dict[int, np
     if control is not None:
         measured += (f"; T_basis (the control) {control[column].tolist()} at epochs "
                      f"{control['epoch'].tolist()}")
+    ends = (int(authors["epoch"].iloc[-1]), None if control is None else int(control["epoch"].iloc[-1]))
+    unequal = (f"T_{params.variant} to epoch {ends[0]:,}, T_basis to {ends[1]:,}"
+               if control is not None and ends[0] != ends[1] else "")
     claims.check("mi-active-frequencies", measured,
-                 rise_and_fall([authors[column]], [] if control is None else [control[column]]),
+                 rise_and_fall([authors[column]], [] if control is None else [control[column]],
+                               unequal),
                  scale="p = 113, 65,536 epochs logged every epoch, T_basis beside (the paper "
                        "profile), three seeds")
     first, last = table["interaction share"].iloc[0], table["interaction share"].iloc[-1]

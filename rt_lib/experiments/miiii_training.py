@@ -34,9 +34,10 @@ from rt_lib.runtime.params import Params, plain
 from rt_lib.runtime.seeding import derive
 from rt_lib.tasks.miiii import MASKED_PRIMES, VARIANTS, MultiPrimeTask, miiii_task
 from rt_lib.primes import is_prime
-from rt_lib.training.train import TrainConfig, TrainResult, log_spaced_steps, train
-from rt_lib.claims.verdicts import (BUDGET, NOT_SHOWN, RUNS, Verdict, beyond_noise, bool_verdict,
-                             every, first_in_order, larger)
+from rt_lib.training.train import TrainConfig, TrainResult, evaluate, log_spaced_steps, train
+from rt_lib.claims.verdicts import (BUDGET, CONTRARY, FAILS, HOLDS, MIN_RUNS, NOT_SHOWN, RUNS,
+                                    Verdict, beyond_noise, bool_verdict, every, first_in_order,
+                                    larger)
 
 NAME = "11_miiii_training"
 #: The sources that decide what a run computes (model, task, loop, filter, seeds): their hash is
@@ -158,6 +159,11 @@ class MiiiiParams(Params):
         if self.baseline_epochs is not None and (
                 not isinstance(self.baseline_epochs, int) or self.baseline_epochs < 1):
             raise ValueError(f"baseline_epochs must be a positive integer or None, got {self.baseline_epochs!r}")
+        if self.baseline_epochs is not None and self.baseline_epochs > self.epochs:
+            # the comparisons read T_miiii at the baselines' end, which a shorter T_miiii lacks
+            raise ValueError(f"baseline_epochs={self.baseline_epochs} must not exceed "
+                             f"epochs={self.epochs}: the baselines are compared with T_miiii at "
+                             f"their last epoch")
         if self.n_snapshots < 1 or self.eval_points < 2:
             raise ValueError("n_snapshots must be >= 1 and eval_points >= 2")
         for v in self.variants:  # builds each task once: checks split, fraction, combine
@@ -198,13 +204,18 @@ class MiiiiParams(Params):
         full = main or variant in self.full_epoch_variants or self.baseline_epochs is None
         return self.epochs if full else self.baseline_epochs
 
-    def train_config(self, lamb: float, folder: Path | None, epochs: int | None = None) -> TrainConfig:
-        """Full batch, constant lr, no clipping; with a ``folder``: log-spaced weight snapshots and
-        a resumable checkpoint there (``None``: nothing saved, as in a search trial)."""
+    def train_config(self, lamb: float, folder: Path | None, epochs: int | None = None,
+                     keep_at: tuple[int, ...] = ()) -> TrainConfig:
+        """Full batch, constant lr, no clipping; with a ``folder``: log-spaced weight snapshots,
+        and snapshots at ``keep_at`` (:meth:`compared_at`), and a resumable checkpoint there
+        (``None``: nothing saved, as in a search trial)."""
         epochs = epochs if epochs is not None else self.epochs
         keep: dict[str, Any] = {}
         if folder is not None:
             snaps = log_spaced_steps(epochs, self.n_snapshots) if self.n_snapshots > 1 else [epochs]
+            # a run longer than the baselines keeps its weights at their last epoch too, where
+            # the comparisons read it (:func:`row_at`, :func:`model_at`)
+            snaps = sorted(set(snaps) | set(keep_at))
             keep = dict(snapshot_steps=tuple(snaps), snapshot_dir=str(folder / "snapshots"),
                         checkpoint_path=str(folder / "last.pt"),
                         checkpoint_every=max(epochs // 10, 1), resume=True)
@@ -213,6 +224,13 @@ class MiiiiParams(Params):
             betas=(0.9, self.beta2), warmup_steps=0, schedule="constant", grad_clip=None,
             eval_log_points=self.eval_points, seed=self.seed, threads=self.threads,
             device=self.device, **keep)
+
+    def compared_at(self, variant: str, lamb: float) -> tuple[int, ...]:
+        """The epochs before its end at which a run is compared with shorter runs: for T_miiii
+        with grokfast (the run every baseline is compared with), ``baseline_epochs`` when the
+        baselines stop before it; else none."""
+        b, main = self.baseline_epochs, variant == "miiii" and lamb == self.grokfast_lambda
+        return (b,) if main and b is not None and b < self.epochs_for(variant, lamb) else ()
 
     def lambda_zero_params(self) -> "MiiiiParams":
         """The λ = 0 run's parameters: its own lr and weight decay where set."""
@@ -233,6 +251,10 @@ class MiiiiParams(Params):
         # the run's own epochs are in the key; the field that shares epochs out is left out
         # altogether (not set to None), so that runs stored before it existed keep their keys
         settings.pop("full_epoch_variants")
+        # the snapshot kept at the baselines' end (train_config) makes another run; named only
+        # where there is one, so that the keys of every other run stay as they were
+        if at := self.compared_at(variant, lamb):
+            settings["compared_at"] = list(at)
         digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:10]
         return f"{variant}_lambda{lamb:g}_{digest}"
 
@@ -396,7 +418,8 @@ def run(params: MiiiiParams, name: str = NAME, seed: int | None = None,
                  executor, name=name)
     for variant, lamb, own, folder, desc in todo:
         task = own.task(variant)
-        config = own.train_config(lamb, folder, own.epochs_for(variant, lamb))
+        config = own.train_config(lamb, folder, own.epochs_for(variant, lamb),
+                                  own.compared_at(variant, lamb))
         result = train(own.model(task), task, config, grad_hook=own.grokfast(lamb), desc=desc)
         result.model.cpu()  # the analyses run on CPU, also after a GPU paper run
         # reused runs, and runs found in another notebook's folder, stay untouched (results manifest)
@@ -419,7 +442,8 @@ def train_run(own: MiiiiParams, variant: str, lamb: float, folder: str, desc: st
     """One run of :func:`run` as a submitted job trains it: into ``folder`` (its checkpoint and
     snapshots), where :func:`run` then finds it finished."""
     task = own.task(variant)
-    config = own.train_config(lamb, Path(folder), own.epochs_for(variant, lamb))
+    config = own.train_config(lamb, Path(folder), own.epochs_for(variant, lamb),
+                              own.compared_at(variant, lamb))
     train(own.model(task), task, config, grad_hook=own.grokfast(lamb), desc=desc)
 
 
@@ -508,24 +532,56 @@ def finished_run(params: MiiiiParams, variant: str) -> MiiiiRun | None:
     return load_runs(one)[variant] if _finished(folder) else None
 
 
+def _snapshot(r: MiiiiRun, path: Path) -> tuple[int, nn.Module]:
+    """(epoch, model) of one weight snapshot of ``r`` (eval mode, CPU); a damaged snapshot names
+    itself and notebook 11, which writes it."""
+    def rebuild(path: Path) -> tuple[int, nn.Module]:
+        state = load_torch(path)
+        model = build_model(r.result.model.cfg, 0)
+        model.load_state_dict(state["state_dict"])
+        return int(state["step"]), model.eval()
+
+    return read_result(path, rebuild)
+
+
 def snapshot_models(r: MiiiiRun) -> dict[int, nn.Module]:
     """{epoch: model} for every weight snapshot of a run, in epoch order (eval mode, CPU)."""
-    cfg = r.result.model.cfg
-    out = {}
     paths = sorted(Path(r.folder, "snapshots").glob("step_*.pt"),
                    key=lambda f: int(f.stem.split("_")[1]))
     if not paths:
         raise FileNotFoundError(f"no weight snapshots in {r.folder / 'snapshots'}")
-    def rebuild(path: Path) -> tuple[int, nn.Module]:
-        state = load_torch(path)
-        model = build_model(cfg, 0)
-        model.load_state_dict(state["state_dict"])
-        return int(state["step"]), model.eval()
+    return dict(_snapshot(r, path) for path in paths)
 
-    for path in paths:  # a damaged snapshot names itself and notebook 11, which writes it
-        step, model = read_result(path, rebuild)
-        out[step] = model
-    return out
+
+def epochs_trained(r: MiiiiRun) -> int:
+    """The epoch of ``r``'s last evaluation: its last epoch."""
+    return int(r.result.history["step"].iloc[-1])
+
+
+def model_at(r: MiiiiRun, epoch: int) -> nn.Module:
+    """``r``'s model after exactly ``epoch`` epochs: the trained one at its last epoch, else its
+    weight snapshot there (in eval mode).  A comparison with a shorter run reads the longer one
+    here, at the shorter one's end: equal budgets, never the nearest epoch logged."""
+    if epoch == epochs_trained(r):
+        return r.result.model
+    path = Path(r.folder, "snapshots", f"step_{epoch}.pt")
+    if not path.is_file():
+        raise ValueError(f"{r.label} kept no weights at epoch {epoch:,} ({path} is missing), "
+                         f"where a shorter run it is compared with ended: give notebook 11 "
+                         f"baseline_epochs={epoch} (it keeps a snapshot there) or both runs "
+                         f"the same epochs")
+    return _snapshot(r, path)[1]
+
+
+def row_at(r: MiiiiRun, epoch: int) -> dict[str, float]:
+    """``r``'s evaluation after exactly ``epoch`` epochs ({"train_acc": .., "valid_acc": ..,
+    "valid_acc_q2": .., ...}): the one logged there, else its weights there (:func:`model_at`)
+    evaluated as training evaluates them."""
+    h = r.result.history
+    logged = h.loc[h["step"] == epoch]
+    if len(logged):
+        return {k: float(v) for k, v in logged.iloc[-1].items()}
+    return {"step": float(epoch), **evaluate(model_at(r, epoch), r.task)}
 
 
 def generalisation_table(run: MiiiiRun, threshold: float) -> pd.DataFrame:
@@ -588,9 +644,8 @@ def generalised_at(table: pd.DataFrame) -> dict[int, int]:
 
 
 def valid_at(r: MiiiiRun, epoch: int) -> float:
-    """Mean validation accuracy over heads at the last evaluation at or before ``epoch``."""
-    h = r.result.history
-    return float(h.loc[h["step"] <= epoch, "valid_acc"].iloc[-1])
+    """Mean validation accuracy over heads after exactly ``epoch`` epochs (:func:`row_at`)."""
+    return row_at(r, epoch)["valid_acc"]
 
 
 @dataclass(frozen=True)
@@ -728,6 +783,49 @@ def slower_than_nanda_seeds(miiii: list[pd.DataFrame], nanda: list[pd.DataFrame]
     return text, larger(a, b)
 
 
+#: Grokking (Power et al.; miiii §4): validation still low when the training set is fitted, then
+#: a late rise.  "Low" and "rise" as the CPU profile's seed 0 at 10,000 epochs shows them
+#: (docs/scale.md: 0.35 at saturation, 0.83 at the end).
+SATURATED, LOW_AT_SATURATION, RISE = 0.99, 0.6, 0.3
+
+
+def grokking(runs: list[MiiiiRun], seeds: list[int]) -> tuple[str, Verdict]:
+    """``mi-grokking`` on T_miiii's run on each of ``seeds``: (what was measured, the verdict).
+    A run groks when its train accuracy reaches :data:`SATURATED` with validation below
+    :data:`LOW_AT_SATURATION`, and validation then rises by :data:`RISE` or more.  Holds when
+    every run groks, on three runs or more; fails when every run fitted its training set before
+    its end and none grokked; a run that fitted it only at its last evaluation (or never) had no
+    epochs left to grok in (budget)."""
+    texts, kinds = [], []
+    for r in runs:
+        h = r.result.history
+        fitted = h.loc[h["train_acc"] >= SATURATED, "step"]
+        end = epochs_trained(r)
+        final = float(h["valid_acc"].iloc[-1])
+        if fitted.empty:
+            texts.append(f"train below {SATURATED:g} by epoch {end}, validation {final:.3f}")
+            kinds.append("short")
+            continue
+        saturated = int(fitted.iloc[0])
+        then = valid_at(r, saturated)
+        texts.append(f"train {SATURATED:g} at epoch {saturated}, validation then {then:.3f}, "
+                     f"{final:.3f} at epoch {end}")
+        kinds.append("short" if saturated == end else
+                     "ok" if then < LOW_AT_SATURATION and final - then >= RISE else "contrary")
+    text = (texts[0] if len(runs) == 1 else
+            "; ".join(f"seed {s}: {t}" for s, t in zip(seeds, texts)))
+    margin = f"validation < {LOW_AT_SATURATION:g} when train saturates, then +{RISE:g} or more"
+    if set(kinds) == {"contrary"}:  # a fitted run that did not grok is against it, one or three
+        return text, Verdict(FAILS, margin)
+    if set(kinds) == {"ok"}:
+        if len(runs) < MIN_RUNS:
+            return text, Verdict(NOT_SHOWN, f"{margin}; {len(runs)} run(s): fewer than {MIN_RUNS}",
+                                 RUNS)
+        return text, Verdict(HOLDS, margin + " on every seed")
+    return text, Verdict(NOT_SHOWN, margin + "; " + ", ".join(
+        f"seed {s}: {k}" for s, k in zip(seeds, kinds)), BUDGET if "short" in kinds else CONTRARY)
+
+
 def not_generalised(label: str, valid: list[float], epoch: int, threshold: float) -> Verdict | None:
     """Not shown (budget) when a run of ``label`` (``valid``: its final validation accuracy on
     each seed) had not generalised by ``epoch``: the paper's claims about the trained T_miiii
@@ -774,14 +872,8 @@ def check_claims(runs: dict[str, MiiiiRun], tables: dict[str, pd.DataFrame],
                  + (f"; below: {below}" if below else ""),
                  bool_verdict(not below, "every head needs >= 0.99"),
                  scale="p = 113, 65,536 epochs (the paper profile)")
-    saturated = int(h.loc[h["train_acc"] >= 0.99, "step"].iloc[0]) if (h["train_acc"] >= 0.99).any() else None
-    at_saturation = valid_at(main, saturated) if saturated is not None else float("nan")
-    final = float(h["valid_acc"].iloc[-1])
-    claims.check("mi-grokking", f"train 0.99 at epoch {saturated}, validation then "
-                 f"{at_saturation:.3f}, {final:.3f} at epoch {last_epoch}",
-                 bool_verdict(saturated is not None and at_saturation < 0.6
-                              and final - at_saturation >= 0.3,
-                              "validation < 0.6 when train saturates, then +0.3 or more"),
+    measured, verdict = grokking(each("T_miiii"), [params.seed, *(seeds or {})])
+    claims.check("mi-grokking", measured, verdict,
                  scale="10,000 epochs or more at p = 37 (--set epochs=10000), or the paper profile")
     # the paper's order, 2, 3, 5, 7 before every other head, on every seed
     small = [q for q in SMALL_PRIMES if q in main.task.qs]
@@ -873,9 +965,11 @@ def check_claims(runs: dict[str, MiiiiRun], tables: dict[str, pd.DataFrame],
                             / len(b.task.qs))
         # Validation at chance is guaranteed by the shuffled labels; the paper's claim is that
         # T_basis's embedding shows no periodicity where T_miiii's does (Fig. 13): the share
-        # of W_E's power in its 3 strongest frequencies, T_miiii's above T_basis's.
+        # of W_E's power in its 3 strongest frequencies, T_miiii's above T_basis's, each read
+        # at T_basis's last epoch (a longer T_miiii at its snapshot there: equal budgets)
+        at = int(last["step"])
         share = {label: [fourier.top_frequency_share(
-                     fourier.token_embedding(r.result.model, params.p)) for r in each(label)]
+                     fourier.token_embedding(model_at(r, at), params.p)) for r in each(label)]
                  for label in ("T_miiii", "T_basis")}
         # every T_basis seed fits its training set and stays at chance on validation
         chance = [bool_verdict(last["train_acc"] >= FITS and abs(excess) <= noise,

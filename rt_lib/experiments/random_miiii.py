@@ -121,11 +121,11 @@ def solved(table: pd.DataFrame, column: str, threshold: float = 0.95) -> list[in
 
 
 def heads_at(r: MiiiiRun, epoch: int, threshold: float = 0.95) -> list[int]:
-    """The heads q of ``r`` at validation accuracy ``threshold`` or more at its last evaluation
-    at or before ``epoch``: a run compared with a shorter one is read at the shorter one's end."""
-    h = r.result.history
-    row = h.loc[h["step"] <= epoch].iloc[-1]
-    return [int(q) for q in r.task.qs if float(row[f"valid_acc_q{q}"]) >= threshold]
+    """The heads q of ``r`` at validation accuracy ``threshold`` or more after exactly ``epoch``
+    epochs (:func:`rt_lib.experiments.miiii_training.row_at`): a run compared with a shorter
+    one is read at the shorter one's end."""
+    row = miiii_training.row_at(r, epoch)
+    return [int(q) for q in r.task.qs if row[f"valid_acc_q{q}"] >= threshold]
 
 
 def check_claims(runs: dict[str, MiiiiRun], params: RandomMiiiiParams, claims: Claims,

@@ -2,6 +2,7 @@
 neuron grids, the neuron explorer, snapshots and the random-transformer variant."""
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -274,3 +275,65 @@ def test_authors_table_counts_neuron_0_over_the_snapshots_in_epoch_order():
     assert table["epoch"].tolist() == [1, 10, 100]
     series = np.stack([fourier.authors_neuron_spectrum(grids[e], 2)[0] for e in (1, 10, 100)])
     assert table["active, neuron 0 (k = 1)"].tolist() == fourier.authors_active_counts(series, 1.0).tolist()
+
+
+def test_a_t_miiii_longer_than_its_baselines_is_read_at_their_last_epoch(results_tmp, tmp_path):
+    """With baseline_epochs below epochs, T_miiii keeps its weights at the baselines' end, and
+    every comparison reads it there: the same weights and validation accuracy as a T_miiii run
+    trained for exactly that many epochs (not the nearest epoch logged before it)."""
+    from rt_lib.claims.ledger import Claims
+    from rt_lib.experiments import miiii_embeddings as me
+
+    # at p = 7 three frequencies are all there is (every share is 1); lr 0.1 moves W_E enough
+    # between epochs 7 and 12 to tell the two apart
+    tiny = TINY | {"p": 11, "lr": 0.1}
+    runs = mi.run(mi.training_params(tiny | {"baseline_epochs": 7}, ("miiii", "basis")))
+    long, basis = runs["T_miiii"], runs["T_basis"]
+    short = mi.run(mi.training_params(tiny | {"epochs": 7}, ("miiii",)))["T_miiii"]
+    assert mi.epochs_trained(long) == 12 and mi.epochs_trained(basis) == 7
+    assert 7 not in long.result.history["step"].tolist()  # logged at 5 and 12, not at 7
+    expected = short.result.model.state_dict()
+    for name, value in mi.model_at(long, 7).state_dict().items():
+        torch.testing.assert_close(value, expected[name], rtol=0, atol=0)
+    end = short.result.history.iloc[-1]
+    row = mi.row_at(long, 7)
+    assert (row["valid_acc"], row["train_acc"]) == (end["valid_acc"], end["train_acc"])
+    assert mi.valid_at(long, 12) == long.result.history["valid_acc"].iloc[-1]
+    with pytest.raises(ValueError, match="kept no weights at epoch 6.*baseline_epochs=6"):
+        mi.valid_at(long, 6)
+    # mi-basis-memorises: T_miiii's W_E read at T_basis's epoch
+    params = mi.training_params(tiny | {"baseline_epochs": 7}, ("miiii", "basis"))
+    record = Claims(tmp_path, strict=False, notebook=mi.NAME)
+    tables = {label: mi.generalisation_table(r, 0.95) for label, r in runs.items()}
+    mi.check_claims(runs, tables, params, record)
+    measured = next(c.measured for c in record.claims if c.id == "mi-basis-memorises")
+    shares = {e: fourier.top_frequency_share(fourier.token_embedding(m, 11))
+              for e, m in ((7, short.result.model), (12, long.result.model))}
+    assert f"{shares[7]:.2f}" != f"{shares[12]:.2f}"  # else this test could not tell them apart
+    assert f"T_miiii {shares[7]:.2f}, T_basis" in measured
+    # notebook 12's table: every row at the shortest run's end
+    table = me.embedding_table({"miiii": long, "basis": basis}, 11, pos_dims=4).set_index("task")
+    assert table["epochs"].tolist() == [7, 7]
+    assert table.loc["T_miiii", "final valid acc"] == end["valid_acc"]
+    alone = me.embedding_table({"miiii": short}, 11, pos_dims=4).set_index("task")
+    assert table.loc["T_miiii", "top-3 frequencies' power share"] == alone.loc[
+        "T_miiii", "top-3 frequencies' power share"]
+
+
+def test_only_t_miiii_longer_than_its_baselines_keeps_a_snapshot_at_their_end():
+    plain = MiiiiParams(**TINY, variants=("miiii", "basis"))
+    longer = replace(plain, baseline_epochs=7)
+    assert longer.compared_at("miiii", 2.0) == (7,)
+    # the baselines end there; a variant at full epochs is compared with none of them
+    assert longer.compared_at("basis", 2.0) == longer.compared_at("miiii", 0.0) == ()
+    assert replace(longer, full_epoch_variants=("masked",)).compared_at("masked", 2.0) == ()
+    assert plain.compared_at("miiii", 2.0) == replace(plain, baseline_epochs=12).compared_at("miiii", 2.0) == ()
+    # the run gains a snapshot, so a key of its own; the baselines and every run of a profile
+    # without baseline_epochs keep theirs (results stored before stay found)
+    assert longer.run_key("miiii", 2.0) != plain.run_key("miiii", 2.0)
+    assert longer.run_key("basis", 2.0) == replace(plain, epochs=7).run_key("basis", 2.0)
+    assert replace(plain, baseline_epochs=12).run_key("miiii", 2.0) == plain.run_key("miiii", 2.0)
+    steps = longer.train_config(2.0, Path("x"), 12, longer.compared_at("miiii", 2.0)).snapshot_steps
+    assert 7 in steps and 7 not in plain.train_config(2.0, Path("x"), 12).snapshot_steps
+    with pytest.raises(ValueError, match="baseline_epochs=13 must not exceed epochs=12"):
+        replace(plain, baseline_epochs=13)

@@ -732,3 +732,51 @@ def test_the_random_lstm_control_must_fail_where_the_random_transformer_solves(r
     assert status([1.0, 0.99, 1.0]) == ("fails", "")  # solves it as well: the control is no control
     assert status([0.95, 0.5, 0.99]) == ("not shown", "noise")  # one restart within 0.1
     assert status(None) == ("not checked", "")  # not trained in this profile
+
+
+def test_a_control_trained_for_other_epochs_is_not_compared():
+    from rt_lib.experiments.miiii_neurons import rise_and_fall
+    shape, control = [_counts(0, 0, 10, 18, 10, 10)] * 3, [_counts(0, 0, 0, 1, 1, 1)] * 3
+    assert rise_and_fall(shape, control).status == "holds"
+    verdict = rise_and_fall(shape, control, "T_miiii to epoch 10,000, T_basis to 4,000")
+    assert (verdict.status, verdict.reason) == ("not shown", "budget")
+    assert "T_basis to 4,000" in verdict.margin
+
+
+def _grok_run(valid, train=(0.1, 0.5, 1, 1, 1, 1, 1)):
+    """A T_miiii run logged at epochs 1, 10, 100, 300, 500, 700, 1000 with these mean train and
+    validation accuracies."""
+    from tests.experiments.test_miiii import _fake_run
+    r = _fake_run("miiii", 2.0, {})
+    r.result.history["train_acc"], r.result.history["valid_acc"] = list(train), list(valid)
+    return r
+
+
+@pytest.mark.parametrize("valids, trains, status, reason", [
+    # the paper's reading on three seeds: low when the training set is fitted, a late rise
+    ([(0.1, 0.2, 0.3, 0.35, 0.5, 0.7, 0.9)] * 3, None, "holds", ""),
+    # the same on one seed: a rise on one run could be the seed's
+    ([(0.1, 0.2, 0.3, 0.35, 0.5, 0.7, 0.9)], None, "not shown", "runs"),
+    # fitted and never rising (the CPU profile's 4,000 epochs): against the paper, one or three
+    ([(0.1, 0.2, 0.3, 0.33, 0.36, 0.38, 0.40)], None, "fails", ""),
+    ([(0.1, 0.2, 0.3, 0.33, 0.36, 0.38, 0.40)] * 3, None, "fails", ""),
+    # generalised with the training set: no delay, no grokking
+    ([(0.1, 0.5, 0.95, 1, 1, 1, 1)] * 3, None, "fails", ""),
+    # one seed groks, two do not: not shown
+    ([(0.1, 0.2, 0.3, 0.35, 0.5, 0.7, 0.9)] + [(0.1, 0.2, 0.3, 0.33, 0.36, 0.38, 0.40)] * 2,
+     None, "not shown", "contrary"),
+    # the training set fitted only at the last evaluation (the GPU profile's 12,288 epochs),
+    # or never: no epochs left to grok in
+    ([(0.1, 0.2, 0.2, 0.2, 0.2, 0.2, 0.22)] * 3, (0.1, 0.2, 0.3, 0.5, 0.7, 0.9, 1), "not shown", "budget"),
+    ([(0.1, 0.2, 0.2, 0.2, 0.2, 0.2, 0.22)] * 3, (0.1, 0.2, 0.3, 0.5, 0.7, 0.9, 0.95), "not shown",
+     "budget"),
+])
+def test_grokking_needs_a_late_rise_on_every_seed(valids, trains, status, reason):
+    from rt_lib.experiments.miiii_training import grokking
+    runs = [_grok_run(v, trains) if trains else _grok_run(v) for v in valids]
+    measured, verdict = grokking(runs, list(range(len(runs))))
+    assert (verdict.status, verdict.reason) == (status, reason), verdict.margin
+    # what was measured names each seed's saturation epoch and its validation then
+    if trains is None:
+        assert "train 0.99 at epoch 100, validation then" in measured
+        assert (len(runs) > 1) == measured.startswith("seed 0: ")
