@@ -175,6 +175,30 @@ def first_in_order(runs: Sequence[Mapping[int, float]], expected: Sequence[int],
     return Verdict(NOT_SHOWN, text, reason)
 
 
+RUN_KINDS = ("ok", "contrary", "short")
+
+
+def every_run(kinds: Sequence[str], names: Sequence[str], margin: str,
+              min_runs: int = MIN_RUNS) -> Verdict:
+    """A property each run shows or not on its own (a rise over training, a threshold crossed
+    and then another), one kind per run (named by ``names``): ``ok`` (it shows it),
+    ``contrary`` (against it), ``short`` (the run ended before it could show).  Holds when every
+    run shows it, on at least ``min_runs`` runs; fails when every run goes against it (a run
+    against it is evidence against, one showing it could be its seed's luck); else not shown:
+    ``runs`` (too few), ``budget`` (a run cut short), ``contrary`` (the runs disagree)."""
+    if not kinds or len(kinds) != len(names) or not set(kinds) <= set(RUN_KINDS):
+        raise ValueError(f"every_run() needs one of {RUN_KINDS} per named run, got {list(kinds)!r} "
+                         f"for {list(names)!r}")
+    if set(kinds) == {"contrary"}:
+        return Verdict(FAILS, margin)
+    if set(kinds) == {"ok"}:
+        if len(kinds) < min_runs:
+            return Verdict(NOT_SHOWN, f"{margin}; {len(kinds)} run(s): fewer than {min_runs}", RUNS)
+        return Verdict(HOLDS, f"{margin}: every run ({', '.join(names)})")
+    return Verdict(NOT_SHOWN, margin + "; " + ", ".join(f"{n}: {k}" for n, k in zip(names, kinds)),
+                   BUDGET if "short" in kinds else CONTRARY)
+
+
 def every(verdicts: Iterable[Verdict]) -> Verdict:
     """All of several verdicts (a claim made of parts): fails if any part fails, holds if every
     part holds, else not shown, for the first reason of :data:`REASONS` a part not shown
@@ -198,4 +222,5 @@ def bool_verdict(holds: bool, margin: str) -> Verdict:
 
 __all__ = ["HOLDS", "FAILS", "NOT_SHOWN", "NOT_CHECKED", "STATUSES", "MIN_RUNS", "CONTRARY",
            "NOISE", "BUDGET", "RUNS", "REASONS", "Verdict",
-           "larger", "smaller", "beyond_noise", "reaches", "first_in_order", "every", "bool_verdict"]
+           "larger", "smaller", "beyond_noise", "reaches", "first_in_order", "RUN_KINDS", "every_run",
+           "every", "bool_verdict"]

@@ -35,9 +35,8 @@ from rt_lib.runtime.seeding import derive
 from rt_lib.tasks.miiii import MASKED_PRIMES, VARIANTS, MultiPrimeTask, miiii_task
 from rt_lib.primes import is_prime
 from rt_lib.training.train import TrainConfig, TrainResult, evaluate, log_spaced_steps, train
-from rt_lib.claims.verdicts import (BUDGET, CONTRARY, FAILS, HOLDS, MIN_RUNS, NOT_SHOWN, RUNS,
-                                    Verdict, beyond_noise, bool_verdict, every, first_in_order,
-                                    larger)
+from rt_lib.claims.verdicts import (BUDGET, NOT_SHOWN, RUNS, Verdict, beyond_noise, bool_verdict,
+                                    every, every_run, first_in_order, larger)
 
 NAME = "11_miiii_training"
 #: The sources that decide what a run computes (model, task, loop, filter, seeds): their hash is
@@ -792,10 +791,9 @@ SATURATED, LOW_AT_SATURATION, RISE = 0.99, 0.6, 0.3
 def grokking(runs: list[MiiiiRun], seeds: list[int]) -> tuple[str, Verdict]:
     """``mi-grokking`` on T_miiii's run on each of ``seeds``: (what was measured, the verdict).
     A run groks when its train accuracy reaches :data:`SATURATED` with validation below
-    :data:`LOW_AT_SATURATION`, and validation then rises by :data:`RISE` or more.  Holds when
-    every run groks, on three runs or more; fails when every run fitted its training set before
-    its end and none grokked; a run that fitted it only at its last evaluation (or never) had no
-    epochs left to grok in (budget)."""
+    :data:`LOW_AT_SATURATION`, and validation then rises by :data:`RISE` or more; a run that
+    fitted its training set only at its last evaluation (or never) had no epochs left to grok in
+    (``short``).  Judged by :func:`rt_lib.claims.verdicts.every_run`: every run, three at least."""
     texts, kinds = [], []
     for r in runs:
         h = r.result.history
@@ -814,16 +812,9 @@ def grokking(runs: list[MiiiiRun], seeds: list[int]) -> tuple[str, Verdict]:
                      "ok" if then < LOW_AT_SATURATION and final - then >= RISE else "contrary")
     text = (texts[0] if len(runs) == 1 else
             "; ".join(f"seed {s}: {t}" for s, t in zip(seeds, texts)))
-    margin = f"validation < {LOW_AT_SATURATION:g} when train saturates, then +{RISE:g} or more"
-    if set(kinds) == {"contrary"}:  # a fitted run that did not grok is against it, one or three
-        return text, Verdict(FAILS, margin)
-    if set(kinds) == {"ok"}:
-        if len(runs) < MIN_RUNS:
-            return text, Verdict(NOT_SHOWN, f"{margin}; {len(runs)} run(s): fewer than {MIN_RUNS}",
-                                 RUNS)
-        return text, Verdict(HOLDS, margin + " on every seed")
-    return text, Verdict(NOT_SHOWN, margin + "; " + ", ".join(
-        f"seed {s}: {k}" for s, k in zip(seeds, kinds)), BUDGET if "short" in kinds else CONTRARY)
+    return text, every_run(kinds, [f"seed {s}" for s in seeds],
+                           f"validation < {LOW_AT_SATURATION:g} when train saturates, then "
+                           f"+{RISE:g} or more")
 
 
 def not_generalised(label: str, valid: list[float], epoch: int, threshold: float) -> Verdict | None:

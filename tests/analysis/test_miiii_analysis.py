@@ -337,3 +337,12 @@ def test_only_t_miiii_longer_than_its_baselines_keeps_a_snapshot_at_their_end():
     assert 7 in steps and 7 not in plain.train_config(2.0, Path("x"), 12).snapshot_steps
     with pytest.raises(ValueError, match="baseline_epochs=13 must not exceed epochs=12"):
         replace(plain, baseline_epochs=13)
+
+
+def test_a_models_interaction_share_is_the_one_its_snapshot_row_shows(results_tmp):
+    run = mi.load_runs(mi.training_params(TINY, ("miiii",)))["miiii"]
+    snapshots = mi.snapshot_models(run)
+    table = mn.active_frequency_table(mn.neuron_grids(snapshots, 7), (1.0,)).set_index("epoch")
+    for epoch, model in snapshots.items():
+        assert mn.interaction_share(model, 7) == table.loc[epoch, "interaction share"]
+    assert mn.interaction_share(run.result.model, 7) == table["interaction share"].iloc[-1]

@@ -448,20 +448,27 @@ def test_periodic_neurons_need_every_trained_model_above_every_untrained_one(tmp
         eval=lambda: SimpleNamespace(share=untrained[seed])))
     monkeypatch.setattr(miiii_neurons, "model_share", lambda model, p, params: model.share)
 
-    def stand_in(share, valid):
-        """A finished run whose final model has ``share`` and validation accuracy ``valid``."""
+    def stand_in(share, valid, interaction):
+        """A finished run whose final model has ``share`` and validation accuracy ``valid``, and
+        whose MLP's interaction share is ``interaction`` at epochs 0 and 1000."""
         model = SimpleNamespace(share=share, cfg=None)
         model.eval = lambda: model
         history = pd.DataFrame({"step": [1000], "valid_acc": [valid]})
-        return SimpleNamespace(result=SimpleNamespace(model=model, history=history))
+        return SimpleNamespace(result=SimpleNamespace(model=model, history=history),
+                               interaction=dict(zip((0, 1000), interaction)))
 
-    def record(trained_shares, active, interaction=(0.05, 0.5), valid=1.0):
+    # the further seeds' interaction share is read from their weights at the table's epochs
+    monkeypatch.setattr(miiii_neurons, "model_at", lambda run, epoch: (run, epoch))
+    monkeypatch.setattr(miiii_neurons, "interaction_share", lambda at, p: at[0].interaction[at[1]])
+
+    def record(trained_shares, active, interaction=(0.05, 0.5), valid=1.0, others=None):
         claims = _record(tmp_path / f"r{len(list(tmp_path.iterdir()))}", "13_miiii_neurons")
+        trained = {s: stand_in(v, valid, interaction if s == 0 or others is None else others)
+                   for s, v in enumerate(trained_shares)}
         check_claims(pd.DataFrame({"epoch": [0, 1000], "interaction share": list(interaction)}),
                      pd.DataFrame({"epoch": [0, 1, 2, 3, 4, 5],
                                    "active, neuron 0 (k = 1)": active}),
-                     {}, {s: stand_in(v, valid) for s, v in enumerate(trained_shares)}, 13,
-                     NeuronParams(), claims)
+                     {}, trained, 13, NeuronParams(), claims)
         return {c.id: (c.status, c.reason) for c in claims.claims}
 
     rise, fall = [1, 1, 2, 3, 5, 6], [6, 5, 3, 2, 1, 1]
@@ -483,6 +490,12 @@ def test_periodic_neurons_need_every_trained_model_above_every_untrained_one(tmp
     assert got["mi-active-frequencies"][0] != "holds"  # a flat count is no rise
     got = record([0.60, 0.64], rise)  # two trained models
     assert got["mi-neurons-periodic"] == ("not shown", "runs")
+    assert got["mlp-combines-the-digits"] == ("not shown", "runs")
+    # the further seeds' MLPs do not come to combine the digits: the runs disagree
+    got = record([0.60, 0.64, 0.46], rise, others=(0.05, 0.2))
+    assert got["mlp-combines-the-digits"] == ("not shown", "contrary")
+    assert record([0.60, 0.64, 0.46], rise, interaction=(0.05, 0.2), others=(0.05, 0.2))[
+        "mlp-combines-the-digits"] == ("fails", "")
 
 
 def _counts(*values):

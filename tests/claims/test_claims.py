@@ -312,3 +312,23 @@ def test_a_run_reads_the_declarations_of_its_own_profile_only(profile, declared,
         record.strict = False  # the other ledger claims of 11 are not recorded here
         record.done()
         assert f"holds: remove it from {declared}\n" in capsys.readouterr().out
+
+
+def test_every_run_holds_on_three_runs_that_each_show_it():
+    from rt_lib.claims.verdicts import every_run
+    names = ["seed 0", "seed 1", "seed 2"]
+
+    def got(*kinds):
+        v = every_run(list(kinds), names[:len(kinds)], "m")
+        return v.status, v.reason
+
+    assert got("ok", "ok", "ok") == ("holds", "")
+    assert got("ok") == ("not shown", "runs")  # one run showing it could be its seed's
+    assert got("contrary") == got("contrary", "contrary", "contrary") == ("fails", "")
+    assert got("ok", "contrary", "ok") == ("not shown", "contrary")
+    assert got("ok", "short", "contrary") == ("not shown", "budget")
+    assert "seed 1: contrary" in every_run(["ok", "contrary"], names[:2], "m").margin
+    with pytest.raises(ValueError, match="one of"):
+        every_run(["yes"], ["seed 0"], "m")
+    with pytest.raises(ValueError, match="per named run"):
+        every_run(["ok", "ok"], ["seed 0"], "m")
