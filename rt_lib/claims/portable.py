@@ -219,13 +219,31 @@ def install(config: Any) -> str:
 WIDGET = "application/vnd.jupyter.widget-view+json"  # widget model ids are new at every run
 
 
+def coalesced(outputs: list[dict]) -> list[dict]:
+    """A cell's outputs with every stream's pieces joined into its first (as nbval compares
+    them): where a stream splits depends on the kernel's timing, not on what was printed."""
+    out: list[dict] = []
+    streams: dict[str, dict] = {}
+    for o in outputs:
+        if o.get("output_type") != "stream":
+            out.append(o)
+            continue
+        text = "".join(o["text"]) if isinstance(o["text"], list) else o["text"]
+        if o["name"] in streams:
+            streams[o["name"]]["text"] += text
+        else:
+            streams[o["name"]] = {**o, "text": text}
+            out.append(streams[o["name"]])
+    return out
+
+
 def output_items(notebook: dict, rules: list[tuple[re.Pattern, str]],
                  images: bool = True) -> list[tuple[int, str, str]]:
     """(cell index, kind, content) of every code cell's outputs, texts sanitized by ``rules``
     (images compared byte for byte, or left out unless ``images``)."""
     found = []
     for i, cell in enumerate(notebook["cells"]):
-        outputs = cell.get("outputs", []) if cell["cell_type"] == "code" else []
+        outputs = coalesced(cell.get("outputs", []) if cell["cell_type"] == "code" else [])
         for out in outputs if images else tables_once(outputs):
             items = [("text", out["text"])] if "text" in out else []
             items += [(k, v) for k, v in out.get("data", {}).items() if k != WIDGET]
