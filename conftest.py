@@ -86,14 +86,30 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
             units = [w[scope] for w in self.assigned_work.values() if scope in w]
             return all(all(unit.values()) for unit in units)  # not collected: nothing to wait for
 
-        def _ready(self, scope: str) -> bool:
+        def _queued_on(self, scope: str, node) -> bool:
+            """Whether every cell of ``scope`` not yet run is queued on ``node`` (a worker runs
+            its queue in order: what it is sent next runs after them)."""
+            return scope not in self.workqueue and all(
+                n is node or all(unit.values())
+                for n, w in self.assigned_work.items() if (unit := w.get(scope)) is not None)
+
+        def _ready(self, scope: str, node=None) -> bool:
+            """Whether ``scope`` may start: every notebook it reads has finished, or (given a
+            ``node``) has its cells left queued on that node, ahead of it."""
             book = scope.removeprefix("notebook ") if scope.startswith("notebook ") else None
-            return book is None or all(self._finished(f"notebook {d}") for d in deps.get(book, ()))
+            return book is None or all(
+                self._finished(f"notebook {d}") or (node is not None and self._queued_on(f"notebook {d}", node))
+                for d in deps.get(book, ()))
 
         def _assign_work_unit(self, node) -> None:
-            scope = next((s for s in self.workqueue if self._ready(s)), None)
+            # A worker runs a test only once it holds the next one (or is shut down): with nothing
+            # else ready, a reader of the notebook this worker is running goes behind it on the
+            # same worker, else that notebook's last cell, and every reader with it, would wait
+            # for ever (only notebooks and their readers selected: ./run_tests.sh notebooks/11_*)
+            scope = (next((s for s in self.workqueue if self._ready(s)), None)
+                     or next((s for s in self.workqueue if self._ready(s, node)), None))
             if scope is None:
-                return  # every unit left waits for a notebook still running: so does the node
+                return  # every unit left waits for a notebook running on another worker
             work_unit = self.workqueue.pop(scope)
             self.assigned_work.setdefault(node, {})[scope] = work_unit
             collection = self.registered_collections[node]
