@@ -125,11 +125,8 @@ class _Node:
         self.shutting_down = True
 
 
-def test_the_test_scheduler_starts_a_reader_only_after_what_it_reads_and_uses_both_workers():
-    """conftest's NotebookScheduling driven by hand, as xdist would: two workers, every notebook
-    of the project and two test modules; a step runs one item per busy worker.  The notebooks
-    that others read get far more cells than the rest, so their readers come up for a free
-    worker while they still run."""
+def _scheduler():
+    """conftest's NotebookScheduling, made as xdist makes it for ./run_tests.sh (two workers)."""
     import importlib.util
     from pathlib import Path
 
@@ -138,7 +135,15 @@ def test_the_test_scheduler_starts_a_reader_only_after_what_it_reads_and_uses_bo
     spec.loader.exec_module(root)
     option = type("Option", (), {"loadscopereorder": False})()  # run_tests.sh: --no-loadscope-reorder
     config = type("Config", (), {"getvalue": lambda self, key: ["2*popen"], "option": option})()
-    sched = root.pytest_xdist_make_scheduler(config, None)
+    return root.pytest_xdist_make_scheduler(config, None)
+
+
+def test_the_test_scheduler_starts_a_reader_only_after_what_it_reads_and_uses_both_workers():
+    """conftest's NotebookScheduling driven by hand, as xdist would: two workers, every notebook
+    of the project and two test modules; a step runs one item per busy worker.  The notebooks
+    that others read get far more cells than the rest, so their readers come up for a free
+    worker while they still run."""
+    sched = _scheduler()
     books = list(runner.available_notebooks())
     deps, order = planning.schedule(books)
     read = set().union(*deps.values())
@@ -173,15 +178,7 @@ def test_a_selection_of_a_notebook_and_its_readers_alone_runs_to_the_end():
     """A real xdist worker runs a test only once it holds the next one (or is shut down): with
     notebook 11 and its readers selected and nothing else (./run_tests.sh notebooks/1[1-5]*),
     11's last cell must not wait for a reader that waits for it.  Driven by hand with that rule."""
-    import importlib.util
-    from pathlib import Path
-
-    spec = importlib.util.spec_from_file_location("root_conftest", Path(runner.__file__).parents[2] / "conftest.py")
-    root = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(root)
-    option = type("Option", (), {"loadscopereorder": False})()
-    config = type("Config", (), {"getvalue": lambda self, key: ["2*popen"], "option": option})()
-    sched = root.pytest_xdist_make_scheduler(config, None)
+    sched = _scheduler()
     deps, order = planning.schedule(list(runner.available_notebooks()))
     books = [b for b in order if b == "11_miiii_training" or "11_miiii_training" in deps.get(b, ())]
     assert len(books) >= 3  # 11 and at least two of its readers
