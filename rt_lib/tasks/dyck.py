@@ -150,17 +150,20 @@ class Parentheses(StreamTask):
         return targets[torch.arange(len(targets)), where], where
 
     def _sample_authors(self, n: int, gen: torch.Generator) -> Batch:
-        """The authors' generator, string by string (Python's ``random`` seeded from ``gen``)."""
+        """The authors' generator, string by string (Python's ``random`` seeded from ``gen``);
+        the strings are drawn in Python, then turned into tensors once per batch (a GPU step
+        waits on this: per-row tensors made it the job's slowest part)."""
         rng = random.Random(int(torch.randint(0, 2**62, (1,), generator=gen)))
-        tokens = torch.full((n, self.n_ctx), PAD, dtype=torch.long)
+        strings = [authors_string(rng, self.min_pairs, self.max_pairs) for _ in range(n)]
+        lengths = torch.tensor([len(s) for s in strings])
+        pad = self.max_len
+        steps = torch.tensor([[1 if c == "(" else -1 for c in s] + [0] * (pad - len(s)) for s in strings])
+        tokens = torch.where(steps == 1, OPEN, torch.where(steps == -1, CLOSE, PAD))
+        tokens = torch.cat([tokens, torch.full((n, 1), PAD, dtype=torch.long)], 1)  # [n, n_ctx]
+        rows = torch.arange(n)
+        tokens[rows, lengths] = ASK
         targets = torch.full((n, self.n_ctx), IGNORE, dtype=torch.long)
-        for row in range(n):
-            string = authors_string(rng, self.min_pairs, self.max_pairs)
-            ids = [OPEN if c == "(" else CLOSE for c in string] + [ASK]
-            tokens[row, : len(ids)] = torch.tensor(ids)
-            steps = torch.tensor([[1 if c == "(" else -1 for c in string]])
-            balanced = bool(is_balanced(steps, torch.tensor([len(string)]))[0])
-            targets[row, len(string)] = CLOSE if balanced else OPEN  # read at '?'
+        targets[rows, lengths] = torch.where(is_balanced(steps, lengths), CLOSE, OPEN)  # read at '?'
         return tokens, targets
 
 

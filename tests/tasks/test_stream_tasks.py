@@ -344,6 +344,20 @@ def test_authors_dyck_generator_right_pads_and_labels_by_a_depth_counter():
     assert 0.40 < frac < 0.60
 
 
+def test_authors_dyck_batch_holds_the_strings_drawn_one_by_one_in_order():
+    import random
+    task = Parentheses(max_pairs=30, n_test=20, generator="authors")
+    # the batch's Python rng is seeded by one draw from the batch's generator
+    rng = random.Random(int(torch.randint(0, 2**62, (1,), generator=torch.Generator().manual_seed(7))))
+    drawn = [dyck.authors_string(rng, 1, 30) for _ in range(500)]
+    x, y = task.sample(500, torch.Generator().manual_seed(7))
+    chars = {dyck.OPEN: "(", dyck.CLOSE: ")"}
+    read = ["".join(chars[t] for t in row.tolist() if t in chars) for row in x]
+    assert read == drawn and any(len(s) == 60 for s in drawn)
+    assert (x[torch.arange(500), torch.tensor([len(s) for s in drawn])] == dyck.ASK).all()
+    assert x.dtype == y.dtype == torch.long and x.shape == (500, task.n_ctx)
+
+
 def test_authors_dyck_generator_favours_nesting():
     import random
     rng = random.Random(0)
