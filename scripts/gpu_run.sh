@@ -107,6 +107,11 @@ elif [ $rc = 124 ]; then
 else
   echo "gpu_run: the run failed (exit $rc): its log is above, its results in checkpoints.tgz.*"
 fi
+if [ $rc != 0 ]; then
+  # what the unfinished runs measured, in the log: it comes back even when their parts do not
+  echo "gpu_run: where the runs stand (their checkpoints):"
+  python3 -m rt_lib.jobs.resume "$RT_RESULTS" | sed 's/^/  /' || true
+fi
 rm -f "$out"/checkpoints.tgz.*
 # What comes back from a job: $files files (the log and the evidence among them), 16 MiB each.
 # A finished run needs no resuming: when its results do not fit the parts left, its model files

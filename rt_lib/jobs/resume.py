@@ -3,6 +3,9 @@ key under ``results/<notebook>/resume/`` while the runner runs it, deleted once 
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from rt_lib.runtime import context
 from rt_lib.runtime.io import RESUME, results_dir
 
@@ -20,3 +23,57 @@ def resume_dir(name: str) -> str | None:
     owner = run.notebook or name
     folder = results_dir(owner) / RESUME / run.run_key[:16]
     return str(folder if owner == name else folder / name)
+
+
+def where_runs_stand(results: str | Path) -> list[dict[str, Any]]:
+    """Every training checkpoint under ``results`` (:func:`rt_lib.training.train.train`'s: the
+    grids' ``*/resume/**/*.pt``, notebook 11's ``runs/*/last.pt``): which run, how far it got,
+    in how many seconds, and its last evaluation, so that a job cut by its deadline says what it
+    measured even when its checkpoints do not all come back.  A file that fails its sha256
+    check is listed as unreadable."""
+    from rt_lib.runtime.io import CorruptFileError, load_torch
+
+    rows = []
+    paths = {*Path(results).glob(f"**/{RESUME}/**/*.pt"), *Path(results).glob("**/runs/*/last.pt")}
+    for path in sorted(paths):
+        run = str(path.relative_to(results))
+        try:
+            state = load_torch(path)
+        except (CorruptFileError, OSError, RuntimeError) as err:
+            rows.append({"run": run, "unreadable": str(err).splitlines()[0]})
+            continue
+        if not isinstance(state, dict) or "history" not in state:
+            continue  # another kind of file (a snapshot): not a training run's checkpoint
+        last = state["history"][-1] if state["history"] else {}
+        rows.append({"run": run, "step": state["step"], "finished": bool(state.get("finished")),
+                     "steps": state.get("config", {}).get("steps"),
+                     "seconds": round(float(state.get("time_s", 0.0)), 1),
+                     **{k: v for k, v in last.items() if k not in ("step", "time_s")}})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m rt_lib.jobs.resume RESULTS``: one line per training checkpoint."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m rt_lib.jobs.resume RESULTS_DIR", file=sys.stderr)
+        return 2
+    rows = where_runs_stand(args[0])
+    if not rows:
+        print(f"no training checkpoints under {args[0]}")
+    for row in rows:
+        run = row.pop("run")
+        if "unreadable" in row:
+            print(f"{run}: unreadable ({row['unreadable']})")
+            continue
+        rest = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
+                         for k, v in row.items() if k not in ("step", "steps", "seconds", "finished"))
+        state = "finished" if row["finished"] else "unfinished"
+        print(f"{run}: {state}, step {row['step']} of {row['steps']} in {row['seconds']} s; {rest}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

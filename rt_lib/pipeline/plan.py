@@ -249,6 +249,11 @@ class Chunk:
     minutes: float  # expected on one GPU (the notebooks' config headers say how it was estimated)
 
 
+def profile_notebooks(profile: str) -> list[str]:
+    """The notebooks ``profile`` has a config for (``configs/<profile>/``), in order."""
+    return sorted(p.stem for p in (CONFIGS / profile).glob("*.yaml"))
+
+
 def chunks(profile: str) -> list[Chunk]:
     """``configs/<profile>_chunks.yaml``: the profile in pieces that each fit one job, in the
     order to run them ([] for a profile without one); refuses a notebook the profile does not
@@ -257,7 +262,7 @@ def chunks(profile: str) -> list[Chunk]:
     if not path.exists():
         return []
     books = available_notebooks()
-    profile_has = {p.stem for p in (CONFIGS / profile).glob("*.yaml")}
+    profile_has = set(profile_notebooks(profile))
     out, seen = [], set()
     for entry in yaml.safe_load(path.read_text()) or []:
         names = []

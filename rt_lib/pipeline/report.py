@@ -12,7 +12,7 @@ from rt_lib.claims import ledger as claims
 from rt_lib.runtime.context import DEFAULT_PROFILE, available_profiles, default_results_root
 from rt_lib.runtime.io import DamagedFileError, shown
 from rt_lib.site.evidence import kept_runs
-from rt_lib.pipeline.plan import available_notebooks, chunks
+from rt_lib.pipeline.plan import available_notebooks, chunks, profile_notebooks
 from rt_lib.pipeline.registry import profile_step_shapes, runs
 from rt_lib.runtime.seeding import default_jobs
 
@@ -87,6 +87,11 @@ def list_runs(profile: str | None = None) -> int:
         have = [r.folder.name for r in kept if set(chunk.notebooks) <= set(r.claims)]
         print(f"  {i}. {','.join(n[:2] for n in chunk.notebooks):<8} ~{chunk.minutes:g} min  "
               f"{', '.join(chunk.notebooks)}  [{'kept: ' + have[-1] if have else 'no evidence yet'}]")
+    if pieces:
+        inside = {n for chunk in pieces for n in chunk.notebooks}
+        left = [n for n in profile_notebooks(profile) if n not in inside]
+        if left:
+            print(f"  in no chunk: {', '.join(left)} (configs/{profile}_chunks.yaml says why)")
     for problem in problems:
         print(f"  warning: {problem}", file=sys.stderr)
     base = default_results_root()

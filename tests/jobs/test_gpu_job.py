@@ -194,6 +194,9 @@ def test_a_chunk_cut_by_its_deadline_resumes_to_the_uncut_result(job):
     assert finished_runs(was) and len(finished_runs(was)) < 3, "the cut came after every run"
     run = job["run"]
     assert "cut by the deadline" in cut.stdout
+    # the log says where each run stands, whatever of the checkpoints comes back
+    stands = cut.stdout.split("where the runs stand")[1]
+    assert stands.count(": finished, step") == len(finished_runs(was)), stands[:2000]
     parts = sorted(out.glob("checkpoints.tgz.*"))
     resumed = run(tmp / "resumed", "--smoke", "--resume", str(parts[0]), "11")
     assert resumed.returncode == 0, resumed.stdout[-3000:]

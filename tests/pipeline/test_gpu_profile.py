@@ -146,3 +146,18 @@ def test_the_chunk_listing_names_each_chunks_latest_kept_evidence(tmp_path, monk
     assert all("[no evidence yet]" in line for line in lines[1:]) and len(lines) > 1
     shutil.copytree(kept, root / "gpu" / "2026-11-30T1000-h100")
     assert "[kept: 2026-11-30T1000-h100]" in chunk_lines()[0]
+
+
+def test_the_chunk_listing_names_the_notebooks_in_no_chunk(capsys):
+    """A notebook with a GPU config that no chunk runs (a reader, or one taken out until it is
+    planned again) is named, so that nobody takes the chunk list for the whole profile."""
+    import yaml
+
+    from rt_lib.pipeline.report import list_runs
+
+    listed = yaml.safe_load((CONFIGS / "gpu_chunks.yaml").read_text())
+    numbers = {int(n) for entry in listed for n in entry["notebooks"]}
+    expected = [name for name in COVERED if int(name[:2]) not in numbers]
+    list_runs("gpu")
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if "in no chunk:" in x]
+    assert expected and line.split("in no chunk: ")[1].split(" (")[0] == ", ".join(expected)
