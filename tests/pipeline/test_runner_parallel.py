@@ -125,8 +125,9 @@ class _Node:
         self.shutting_down = True
 
 
-def _scheduler():
-    """conftest's NotebookScheduling, made as xdist makes it for ./run_tests.sh (two workers)."""
+def _scheduler(collection: list[str]):
+    """conftest's NotebookScheduling, made as xdist makes it for ./run_tests.sh, with two
+    workers that both collected ``collection``, scheduled: (the scheduler, its two nodes)."""
     import importlib.util
     from pathlib import Path
 
@@ -135,7 +136,14 @@ def _scheduler():
     spec.loader.exec_module(root)
     option = type("Option", (), {"loadscopereorder": False})()  # run_tests.sh: --no-loadscope-reorder
     config = type("Config", (), {"getvalue": lambda self, key: ["2*popen"], "option": option})()
-    return root.pytest_xdist_make_scheduler(config, None)
+    sched = root.pytest_xdist_make_scheduler(config, None)
+    nodes = [_Node("gw0"), _Node("gw1")]
+    for node in nodes:
+        sched.add_node(node)
+    for node in nodes:
+        sched.add_node_collection(node, collection)
+    sched.schedule()
+    return sched, nodes
 
 
 def test_the_test_scheduler_starts_a_reader_only_after_what_it_reads_and_uses_both_workers():
@@ -143,19 +151,13 @@ def test_the_test_scheduler_starts_a_reader_only_after_what_it_reads_and_uses_bo
     of the project and two test modules; a step runs one item per busy worker.  The notebooks
     that others read get far more cells than the rest, so their readers come up for a free
     worker while they still run."""
-    sched = _scheduler()
     books = list(runner.available_notebooks())
     deps, order = planning.schedule(books)
     read = set().union(*deps.values())
     cells = {b: 300 if b in read else 3 for b in books}
     collection = [f"notebooks/{b}.ipynb::Cell {c}" for b in order for c in range(cells[b])]
     collection += ["tests/test_a.py::test_1", "tests/test_b.py::test_1"]
-    nodes = [_Node("gw0"), _Node("gw1")]
-    for node in nodes:
-        sched.add_node(node)
-    for node in nodes:
-        sched.add_node_collection(node, collection)
-    sched.schedule()
+    sched, nodes = _scheduler(collection)
     started, finished, users = {}, set(), set()
     for tick in range(10_000):
         busy = [n for n in nodes if n.queue]
@@ -178,17 +180,11 @@ def test_a_selection_of_a_notebook_and_its_readers_alone_runs_to_the_end():
     """A real xdist worker runs a test only once it holds the next one (or is shut down): with
     notebook 11 and its readers selected and nothing else (./run_tests.sh notebooks/1[1-5]*),
     11's last cell must not wait for a reader that waits for it.  Driven by hand with that rule."""
-    sched = _scheduler()
     deps, order = planning.schedule(list(runner.available_notebooks()))
     books = [b for b in order if b == "11_miiii_training" or "11_miiii_training" in deps.get(b, ())]
     assert len(books) >= 3  # 11 and at least two of its readers
     collection = [f"notebooks/{b}.ipynb::Cell {c}" for b in books for c in range(4)]
-    nodes = [_Node("gw0"), _Node("gw1")]
-    for node in nodes:
-        sched.add_node(node)
-    for node in nodes:
-        sched.add_node_collection(node, collection)
-    sched.schedule()
+    sched, nodes = _scheduler(collection)
     finished, ran = set(), []
     for _ in range(1_000):
         runnable = [n for n in nodes if len(n.queue) >= 2 or (n.queue and n.shutting_down)]
