@@ -47,7 +47,7 @@ def where_runs_stand(results: str | Path) -> list[dict[str, Any]]:
         last = state["history"][-1] if state["history"] else {}
         rows.append({"run": run, "step": state["step"], "finished": bool(state.get("finished")),
                      "steps": state.get("config", {}).get("steps"),
-                     "seconds": round(float(state.get("time_s", 0.0)), 1),
+                     "seconds": float(state.get("time_s", 0.0)),
                      **{k: v for k, v in last.items() if k not in ("step", "time_s")}})
     return rows
 
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         rest = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
                          for k, v in row.items() if k not in ("step", "steps", "seconds", "finished"))
         state = "finished" if row["finished"] else "unfinished"
-        print(f"{run}: {state}, step {row['step']} of {row['steps']} in {row['seconds']} s; {rest}")
+        print(f"{run}: {state}, step {row['step']} of {row['steps']} in {row['seconds']:.1f} s; {rest}")
     return 0
 
 
