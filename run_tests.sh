@@ -14,8 +14,17 @@
 # training cells of 11, 04 and 01 are the longest: docs/measurements.md has their times); a
 # slower machine, or MKL's COMPATIBLE path (1.8-3.3x per step: docs/reliability.md), needs more.
 # The paper-profile smoke run end to end (tests/pipeline/test_smoke.py) runs too; RT_TEST_SMOKE=0 skips it.
+# The notebooks load their training runs from the run store (rt_lib/runtime/store.py, $RT_CACHE,
+# default ~/.cache/rt-companion/runs) where it holds them, and store what they train: the first
+# and last lines say how many were loaded and trained.  ./run_tests.sh --no-cache (or
+# RT_CACHE=off) trains every run from nothing, the check that needs no store.
 set -euo pipefail
 cd "$(dirname "$0")"
+if [ "${1:-}" = "--no-cache" ]; then
+  export RT_CACHE=off
+  shift
+fi
+export RT_CACHE_SESSION="tests-$$-$(date +%s)"  # this command's loads and trainings, counted apart
 ./scripts/setup.sh
 ./scripts/setup_browser.sh  # Debian's chromium for the JupyterLab widget test, where it can
 ./scripts/slurm_local.sh install  # Debian's Slurm for tests/jobs/test_slurm.py's one-node cluster, where it can
@@ -24,6 +33,7 @@ source scripts/kernel_env.sh  # the same CPU kernels as the recorded notebooks
 source scripts/data_env.sh  # RT_TINYSTORIES: the TinyStories text (notebook 08)
 .venv/bin/python -m rt_lib.runtime.fingerprint  # this machine's platform, and which comparison it gets
 export TQDM_DISABLE=1  # progress bars would land in the compared stderr outputs
+.venv/bin/python -m rt_lib.runtime.store  # where the store is and what it holds before the tests
 # nbval writes through the notebooks' own code: keep its results apart from ./results.
 export RT_RESULTS="${RT_RESULTS:-$(mktemp -d)/results}"
 jobs="${RT_TEST_JOBS:-$(.venv/bin/python -c 'from rt_lib.runtime.seeding import default_jobs; print(default_jobs())')}"
@@ -39,4 +49,5 @@ status=0
 "${pytest[@]}" tests notebooks --nbval --ignore tests/site/test_browser.py \
   -n "$jobs" --dist loadscope --no-loadscope-reorder || status=$?
 "${pytest[@]}" tests/site/test_browser.py || status=$(( status ? status : $? ))
+.venv/bin/python -m rt_lib.runtime.store --session "$RT_CACHE_SESSION"  # loaded and trained here
 exit "$status"

@@ -14,6 +14,15 @@ def _one_thread():
     yield
 
 
+@pytest.fixture(autouse=True)
+def _no_run_store(monkeypatch):
+    # A unit test trains what it tests (interruptions, resumes, faults): never a run loaded from
+    # the reader's run store, nor one written into it.  The store's own tests point RT_CACHE at a
+    # folder of theirs.  (nbval's notebooks are not python tests: they use the store.)
+    monkeypatch.setenv("RT_CACHE", "off")
+    yield
+
+
 @pytest.fixture
 def results_tmp(tmp_path, monkeypatch):
     """Redirect results/ to a temporary folder for tests that write."""

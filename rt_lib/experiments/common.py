@@ -26,8 +26,9 @@ from rt_lib.jobs.resume import resume_dir
 from rt_lib.model import LSTMConfig, TransformerConfig, build_model, count_params
 from rt_lib.runtime.params import Params, check_positive_ints
 from rt_lib.runtime.seeding import derive
-from rt_lib.tasks.base import Task
-from rt_lib.training.train import TrainConfig, TrainResult, train
+from rt_lib.tasks.base import EvalCapped, Task
+from rt_lib.training.stored import train_stored
+from rt_lib.training.train import TrainConfig, TrainResult
 
 #: Written by every grid beside its metrics: ``smaller_than_paper``, how the task is smaller
 #: than the paper's (None: the paper's, or not said), for Table 1's claims (notebook 07).
@@ -247,36 +248,6 @@ def run_task_grid(name: str, params: GridParams, save_models: bool = True,
     return result
 
 
-class EvalCapped(Task):
-    """``task`` with each evaluation set cut to its first ``rows`` rows; the training stream,
-    loss, metrics and every other attribute are the task's own."""
-
-    def __init__(self, task: Task, rows: int) -> None:
-        self.inner, self.rows = task, rows
-        self.name, self.d_vocab, self.d_vocab_out = task.name, task.d_vocab, task.d_vocab_out
-        self.n_ctx, self.last_only = task.n_ctx, task.last_only
-
-    def __getattr__(self, name: str) -> Any:  # task-specific fields (p, n_digits, ...)
-        if name.startswith("__") or "inner" not in self.__dict__:  # e.g. while unpickled
-            raise AttributeError(name)
-        return getattr(self.__dict__["inner"], name)
-
-    def get_batch(self, step: int, batch_size: int | None, seed: int):
-        return self.inner.get_batch(step, batch_size, seed)
-
-    def for_jobs(self, folder: str | Path) -> "EvalCapped":
-        return EvalCapped(self.inner.for_jobs(folder), self.rows)
-
-    def eval_sets(self):
-        return {k: (x[: self.rows], y[: self.rows]) for k, (x, y) in self.inner.eval_sets().items()}
-
-    def loss(self, logits, targets):
-        return self.inner.loss(logits, targets)
-
-    def scores(self, logits, targets):
-        return self.inner.scores(logits, targets)
-
-
 @dataclass
 class GridResult:
     """What every training experiment's ``run()`` returns."""
@@ -337,7 +308,7 @@ def train_grid(task: Task, params: GridParams, checkpoint_dir: str | None = None
             groups.append((width, kind, cfg, seeds, tcfgs, models, batched))
     if not submit:
         trained = [train_batched(models, task, tcfgs) if batched else
-                   [train(m, task, c, desc=f"{kind} d={width} #{r}")
+                   [train_stored(m, task, c, desc=f"{kind} d={width} #{r}")
                     for r, (m, c) in enumerate(zip(models, tcfgs))]
                    for width, kind, _, _, tcfgs, models, batched in groups]
     else:
@@ -382,7 +353,7 @@ def train_one(model_cfg: Any, init_seed: int, task: Task, cfg: TrainConfig,
               desc: str) -> TrainResult:
     """One run of a grid, as a submitted job runs it: the model built from ``model_cfg`` and
     ``init_seed`` (as :func:`train_grid` builds it), trained; it comes back on the CPU."""
-    res = train(build_model(model_cfg, init_seed), task, cfg, desc=desc)
+    res = train_stored(build_model(model_cfg, init_seed), task, cfg, desc=desc)
     res.model = res.model.cpu()
     return res
 

@@ -35,7 +35,7 @@ from rt_lib.experiments.miiii_training import MiiiiParams
 from rt_lib.experiment import Experiment
 from rt_lib.runtime.io import damaged, results_dir
 from rt_lib.runtime.params import Params
-from rt_lib.training.train import train
+from rt_lib.training.stored import train_stored
 from rt_lib.claims.verdicts import bool_verdict
 
 if TYPE_CHECKING:  # annotations only; imported where used (the module docstring)
@@ -206,7 +206,7 @@ def objective(params: SearchParams, trial: optuna.Trial) -> float:
     task = run_params.task("miiii")
     config = replace(run_params.train_config(run_params.grokfast_lambda, None),
                      eval_last=min(LAST_EPOCHS, run_params.epochs))
-    result = train(run_params.model(task), task, config,
+    result = train_stored(run_params.model(task), task, config,
                    grad_hook=run_params.grokfast(run_params.grokfast_lambda),
                    desc=f"trial {trial.number}")
     h = result.history

@@ -34,25 +34,21 @@ from rt_lib.runtime.params import Params, plain
 from rt_lib.runtime.seeding import derive
 from rt_lib.tasks.miiii import MASKED_PRIMES, VARIANTS, MultiPrimeTask, miiii_task
 from rt_lib.primes import is_prime
-from rt_lib.training.train import TrainConfig, TrainResult, evaluate, log_spaced_steps, train
+from rt_lib.training.stored import code_digest, train_stored
+from rt_lib.training.train import TrainConfig, TrainResult, evaluate, log_spaced_steps
 from rt_lib.claims.verdicts import (BUDGET, NOT_SHOWN, RUNS, Verdict, beyond_noise, bool_verdict,
                                     every, every_run, first_in_order, larger)
 
 NAME = "11_miiii_training"
-#: The sources that decide what a run computes (model, task, loop, filter, seeds): their hash is
-#: part of every run's key, so a stored run made by other code is retrained, never reused.
-TRAINING_SOURCES = ("model/transformer.py", "model/fast_paths.py", "training/train.py",
-                    "training/grokfast.py", "runtime/seeding.py", "tasks/base.py", "tasks/miiii.py",
-                    "primes.py")
+#: Where the code that decides what a run computes starts (model, task, loop, filter, seeds):
+#: the sources these import (rt_lib.training.stored.training_sources, derived from the code) are
+#: hashed into every run's key, so a stored run made by other code is retrained, never reused.
+TRAINING_ENTRIES = ("rt_lib.model.transformer", "rt_lib.training.train",
+                    "rt_lib.training.grokfast", "rt_lib.tasks.miiii")
 
 
-@cache
 def training_code_digest() -> str:
-    root = Path(__file__).resolve().parents[1]
-    h = hashlib.sha256()
-    for rel in TRAINING_SOURCES:
-        h.update(rel.encode() + b"\0" + (root / rel).read_bytes() + b"\0")
-    return h.hexdigest()[:16]
+    return code_digest(TRAINING_ENTRIES)[:16]
 
 
 @dataclass(frozen=True)
@@ -420,7 +416,8 @@ def run(params: MiiiiParams, name: str = NAME, seed: int | None = None,
         task = own.task(variant)
         config = own.train_config(lamb, folder, own.epochs_for(variant, lamb),
                                   own.compared_at(variant, lamb))
-        result = train(own.model(task), task, config, grad_hook=own.grokfast(lamb), desc=desc)
+        result = train_stored(own.model(task), task, config, grad_hook=own.grokfast(lamb),
+                              desc=desc)
         result.model.cpu()  # the analyses run on CPU, also after a GPU paper run
         # reused runs, and runs found in another notebook's folder, stay untouched (results manifest)
         if folder.parent == store / "runs" and not (folder / "run.pt").exists():
@@ -444,7 +441,7 @@ def train_run(own: MiiiiParams, variant: str, lamb: float, folder: str, desc: st
     task = own.task(variant)
     config = own.train_config(lamb, Path(folder), own.epochs_for(variant, lamb),
                               own.compared_at(variant, lamb))
-    train(own.model(task), task, config, grad_hook=own.grokfast(lamb), desc=desc)
+    train_stored(own.model(task), task, config, grad_hook=own.grokfast(lamb), desc=desc)
 
 
 def _finished(folder: Path) -> bool:

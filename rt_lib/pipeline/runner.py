@@ -26,7 +26,9 @@ import argparse
 import os
 import signal
 import sys
+import time
 
+from rt_lib.runtime import store as run_store
 from rt_lib.runtime.context import DEFAULT_PROFILE, SMOKE, base_profile, env_threads, is_smoke
 from rt_lib.runtime.io import NOTEBOOKS, WriteFailedError, available_notebooks, notebooks_dir
 from rt_lib.jobs.executor import KINDS, as_fields
@@ -78,8 +80,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-output", action="store_true", help="stream cell output")
     parser.add_argument("--list", action="store_true",
                         help="list notebooks, profiles and the runs under results/")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="train every run from nothing, neither loading from nor writing to "
+                             "the run store (RT_CACHE=off does the same)")
+    parser.add_argument("--cache", action="store_true",
+                        help="print the run store's folder, size, entries and hit counts")
+    parser.add_argument("--cache-clear", action="store_true", help="empty the run store")
     args = parser.parse_args(argv)
     stacks_on_sigusr1()
+    if args.no_cache:
+        os.environ[run_store.CACHE_ENV] = "off"  # the notebooks' processes inherit it
+    if args.cache or args.cache_clear:
+        return run_store.main(["--clear"] if args.cache_clear else [])
+    # every run this command loads or trains is counted under one tag (its last line)
+    session = os.environ.setdefault(run_store.SESSION_ENV, f"run_all-{os.getpid()}-{time.time():.0f}")
 
     try:
         if args.list:
@@ -167,6 +181,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_site:
         build_site_of(root, args.profile,
                       {j.name: outputs[j.name] for j in jobs if j.folder == j.name}, picture=full)
+    try:
+        print(run_store.describe(run_store.current(), session))
+    except run_store.StoreError as err:
+        print(f"run_all.sh: warning: {err}", file=sys.stderr)
     if failures:
         print(f"run_all.sh: {len(failures)} notebook(s) failed: {', '.join(failures)}",
               file=sys.stderr)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -163,3 +164,33 @@ def split_indices(n: int, train_fraction: float, seed: int) -> tuple[Tensor, Ten
             f"train_fraction={train_fraction} leaves an empty split of {n} examples"
         )
     return order[:n_train], order[n_train:]
+
+
+class EvalCapped(Task):
+    """``task`` with each evaluation set cut to its first ``rows`` rows; the training stream,
+    loss, metrics and every other attribute are the task's own."""
+
+    def __init__(self, task: Task, rows: int) -> None:
+        self.inner, self.rows = task, rows
+        self.name, self.d_vocab, self.d_vocab_out = task.name, task.d_vocab, task.d_vocab_out
+        self.n_ctx, self.last_only = task.n_ctx, task.last_only
+
+    def __getattr__(self, name: str) -> Any:  # task-specific fields (p, n_digits, ...)
+        if name.startswith("__") or "inner" not in self.__dict__:  # e.g. while unpickled
+            raise AttributeError(name)
+        return getattr(self.__dict__["inner"], name)
+
+    def get_batch(self, step: int, batch_size: int | None, seed: int):
+        return self.inner.get_batch(step, batch_size, seed)
+
+    def for_jobs(self, folder: str | Path) -> "EvalCapped":
+        return EvalCapped(self.inner.for_jobs(folder), self.rows)
+
+    def eval_sets(self):
+        return {k: (x[: self.rows], y[: self.rows]) for k, (x, y) in self.inner.eval_sets().items()}
+
+    def loss(self, logits, targets):
+        return self.inner.loss(logits, targets)
+
+    def scores(self, logits, targets):
+        return self.inner.scores(logits, targets)

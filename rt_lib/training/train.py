@@ -259,8 +259,9 @@ def _set_rng_state(state: dict, device: torch.device) -> None:
         torch.cuda.set_rng_state(state["cuda"].cpu(), device)
 
 
-# Settings that do not change what a run computes (where it is saved, how it is shown).
-_BOOKKEEPING = ("checkpoint_path", "checkpoint_every", "resume", "progress")
+# Settings that do not change what a run computes (where it is saved, how it is shown): a run
+# finished under other ones (e.g. copied from the run store into another results folder) is done.
+_BOOKKEEPING = ("checkpoint_path", "checkpoint_every", "resume", "progress", "snapshot_dir")
 
 
 def _same_run(saved: dict, cfg: TrainConfig) -> bool:
