@@ -36,8 +36,8 @@ from rt_lib.runtime.manifest import Manifest
 from rt_lib.pipeline.plan import (Job, RunError, default_parameters, executor_config,
                                   notebook_parameters, parse_sets, plan)
 from rt_lib.pipeline.report import build_site_of, list_runs, report_claims, report_footprints
-from rt_lib.pipeline.schedule import (LOCK, exclusive, interrupt, remove_unfinished, run_jobs,
-                                      stacks_on_sigusr1)
+from rt_lib.pipeline.schedule import (LOCK, exclusive, interrupt, remove_unfinished,
+                                      restore_leftovers, run_jobs, stacks_on_sigusr1)
 from rt_lib.site.pages import SITE
 from rt_lib.runtime.seeding import default_jobs
 
@@ -147,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"run_all.sh: removed {len(gone)} temporary file(s) of writes an "
                       "interrupted run left unfinished", flush=True)
             manifest = Manifest(root)
+            for back in restore_leftovers(root, manifest):
+                print(f"run_all.sh: {back}: the results a stopped rerun had set aside are back",
+                      flush=True)
             for problem in manifest.problems:
                 print(f"run_all.sh: warning: {problem}", file=sys.stderr, flush=True)
             where = "" if executor.kind == "inline" else f", training runs as {executor.kind} jobs"

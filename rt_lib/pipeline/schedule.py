@@ -176,6 +176,7 @@ def run_jobs(jobs: list[Job], outputs: dict[str, Path], n_jobs: int, log_output:
     ticker = Ticker(interval=progress_every)
     out = Outcome([], [], [])
     finished: set[str] = set()
+    kept: dict[str, tuple[Path | None, Any]] = {}  # name -> (results set aside, manifest entry)
     try:
         while order or running:
             for name in list(order):
@@ -203,6 +204,9 @@ def run_jobs(jobs: list[Job], outputs: dict[str, Path], n_jobs: int, log_output:
                         continue
                     print(f"==> {folder}: {reason}", flush=True)
                 expected[name] = expected_seconds(by_name[name], manifest, profile)
+                # the last good results, put back if this run fails or is stopped
+                kept[name] = (keep_previous(by_name[name].output_dir),
+                              manifest.entries.get(folder) if manifest is not None else None)
                 if manifest is not None:
                     manifest.forget(folder)
                 proc = ctx.Process(target=_child, name=name,
@@ -228,6 +232,7 @@ def run_jobs(jobs: list[Job], outputs: dict[str, Path], n_jobs: int, log_output:
                 finished.add(name)
                 if proc.exitcode != 0:
                     out.failed.append(name)
+                    _put_back(by_name[name], kept.pop(name, (None, None)), manifest)
                     continue
                 out.done.append((name, time.perf_counter() - start))
                 job = by_name[name]
@@ -235,6 +240,7 @@ def run_jobs(jobs: list[Job], outputs: dict[str, Path], n_jobs: int, log_output:
                 if manifest is not None:
                     manifest.record(job.folder, k, profile, job.parameters, job.output_dir,
                                     out.done[-1][1])
+                drop_previous(kept.pop(name, (None, None))[0])
                 print(f"    {name} done in {out.done[-1][1]:.0f} s "
                       f"({len(finished)}/{len(by_name)}) -> {job.output_dir}", flush=True)
     finally:
@@ -244,7 +250,86 @@ def run_jobs(jobs: list[Job], outputs: dict[str, Path], n_jobs: int, log_output:
             proc.join(15)
             if proc.is_alive():
                 proc.kill()
+        for name, _, _, _ in running.values():  # and give back their last good results
+            _put_back(by_name[name], kept.pop(name, (None, None)), manifest)
     return out
+
+
+#: ``<results root>/.previous/<folder>/``: a finished notebook folder's results while it reruns.
+PREVIOUS = ".previous"
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    # checkpoints are only ever replaced by a rename (atomic_save_torch), never written in
+    # place, so a hard link keeps their bytes; anything else is copied
+    if src.endswith((".pt", ".pt.sha256")):
+        with contextlib.suppress(OSError):
+            os.link(src, dst)
+            return
+    shutil.copy2(src, dst)
+
+
+def keep_previous(folder: Path) -> Path | None:
+    """Set ``folder``'s results aside (``.previous/``) before its notebook reruns: a rerun that
+    fails, or is stopped (Ctrl-C, SIGTERM), gets them back byte for byte (:func:`put_back`);
+    None where there is nothing to keep.  Mid-run checkpoints (``resume/``) are not kept: they
+    belong to the run under way."""
+    if not folder.is_dir() or not any(p.name != RESUME for p in folder.iterdir()):
+        return None
+    aside = folder.parent / PREVIOUS / folder.name
+    shutil.rmtree(aside, ignore_errors=True)
+    aside.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(folder, aside, copy_function=_link_or_copy,
+                    ignore=lambda d, names: [RESUME] if Path(d) == folder else [])
+    return aside
+
+
+def drop_previous(aside: Path | None) -> None:
+    if aside is not None:
+        shutil.rmtree(aside, ignore_errors=True)
+
+
+def put_back(folder: Path, aside: Path, keep: tuple[str, ...] = ()) -> None:
+    """Replace ``folder`` by the results set aside; ``keep``: names in ``folder`` that move
+    along (the failed notebook, the mid-run checkpoints a rerun resumes from)."""
+    for name in (*keep, RESUME):
+        src = folder / name
+        if src.exists():
+            shutil.rmtree(aside / name, ignore_errors=True)
+            with contextlib.suppress(FileNotFoundError):
+                (aside / name).unlink()
+            os.replace(src, aside / name)
+    trash = folder.with_name(f".{folder.name}.stopped")
+    shutil.rmtree(trash, ignore_errors=True)
+    if folder.exists():
+        os.replace(folder, trash)
+    os.replace(aside, folder)
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def _put_back(job: Job, kept: tuple[Path | None, Any], manifest: Manifest | None) -> None:
+    aside, entry = kept
+    if aside is None:
+        return
+    put_back(job.output_dir, aside, keep=(f"{job.name}.failed.ipynb",))
+    if manifest is not None and entry is not None:
+        manifest.entries[job.folder] = entry  # as it was: the folder holds those results again
+        manifest.save()
+    print(f"    {job.folder}: its previous results are back as they were", file=sys.stderr,
+          flush=True)
+
+
+def restore_leftovers(root: Path, manifest: Manifest) -> list[str]:
+    """Results a runner killed outright (SIGKILL) left aside: put back where the notebook's
+    rerun did not finish (its manifest entry is gone), dropped where it did."""
+    back = []
+    for aside in sorted((root / PREVIOUS).glob("*")) if (root / PREVIOUS).is_dir() else []:
+        if aside.name in manifest.entries:
+            shutil.rmtree(aside, ignore_errors=True)
+        else:
+            put_back(root / aside.name, aside)
+            back.append(aside.name)
+    return back
 
 
 LOCK = ".run_all.lock"

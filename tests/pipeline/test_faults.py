@@ -301,6 +301,59 @@ def test_a_damaged_output_and_a_damaged_manifest_entry_are_rebuilt(books, refere
     assert not Manifest(results).problems  # written back whole
 
 
+def _files_of(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "bad value"])
+def test_a_stopped_or_failed_rerun_leaves_the_previous_results_byte_for_byte(books, reference,
+                                                                            tmp_path, how):
+    results = tmp_path / "results"
+    shutil.copytree(reference, results)
+    # without its finished checkpoint, the forced rerun trains (and so can be stopped mid-run)
+    for name in ("last.pt", "last.pt.sha256"):
+        (results / "01_train" / name).unlink()
+    before, entry = _files_of(results / "01_train"), \
+        json.loads((results / "manifest.json").read_text())["notebooks"]["01_train"]
+    if how == "bad value":  # its parameters cell edited to a value the run refuses
+        books = _make_books(tmp_path / "notebooks")
+        _write_notebook(books / "01_train.ipynb", TRAIN_PARAMS.replace(f"{STEPS}", "0"), TRAIN_CODE)
+        out = _run_all(books, results, "--only", "01")
+        assert out.returncode == 1 and "steps must be a positive integer" in out.stderr
+        assert "its previous results are back" in out.stderr
+    else:
+        hold, reached = results / "hold", results / "reached"
+        hold.touch()
+        log = tmp_path / "runner.log"
+        with open(log, "w") as stream:
+            proc = subprocess.Popen([sys.executable, "-m", "rt_lib.pipeline.runner", "--force",
+                                     "--only", "01"], env=_env(books, results), cwd=PROJECT,
+                                    stdout=stream, stderr=subprocess.STDOUT, text=True,
+                                    start_new_session=True)
+        try:
+            deadline = time.time() + 300
+            while not reached.exists():
+                assert proc.poll() is None, log.read_text()[-3000:]
+                assert time.time() < deadline, "the rerun never reached its hold"
+                time.sleep(0.05)
+            # mid-run: the notebook has begun replacing the folder's files (its checkpoint)
+            assert (results / "01_train" / "last.pt").exists()
+            os.kill(proc.pid, signal.SIGINT)
+            assert proc.wait(timeout=120) == 130, log.read_text()[-3000:]
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            hold.unlink(missing_ok=True)
+        reached.unlink()
+        assert "its previous results are back" in log.read_text()
+    after = _files_of(results / "01_train")
+    after.pop("01_train.failed.ipynb", None)  # the failed run's notebook, kept beside them
+    assert after.keys() == before.keys() and after == before
+    assert json.loads((results / "manifest.json").read_text())["notebooks"]["01_train"] == entry
+    assert not (results / ".previous").exists() or not any((results / ".previous").iterdir())
+
+
 def test_a_second_run_on_the_same_results_is_refused(books, tmp_path):
     import fcntl
 
