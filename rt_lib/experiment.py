@@ -67,6 +67,17 @@ def folder_name(name: str, changes: dict[str, Any]) -> str:
     return name if not changes else f"{name}+{slug(changes)}"
 
 
+def _reduction(params: Params) -> Any:
+    """``params``' task against the paper's (:meth:`Params.smaller_than_paper`); a notebook that
+    does not say records its claims' task size as unknown."""
+    try:
+        return params.smaller_than_paper()
+    except NotImplementedError:
+        from rt_lib.claims.ledger import _RUN
+
+        return _RUN
+
+
 @dataclass(frozen=True)
 class Experiment:
     name: str  # the notebook's file stem, e.g. "01_modular_addition"
@@ -139,4 +150,5 @@ class Experiment:
         return params, out, Claims(out, strict=strict,
                                    notebook=self.name,
                                    not_shown=declared,
-                                   declared_in=f"not_shown_on_{current_profile()}")
+                                   declared_in=f"not_shown_on_{current_profile()}",
+                                   reduced=_reduction(params))

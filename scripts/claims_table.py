@@ -4,7 +4,8 @@
     .venv/bin/python scripts/claims_table.py --kept gpu          # the kept evidence of a profile
 
 One row per ledger claim (rt_lib/claims/ledger.yaml) in the ledger's order, then the claims of our own:
-id, notebook, status (a claim not shown with its reason: runs, budget, contrary, noise), and
+id, notebook, status (a claim not shown with its reason: runs, budget, contrary, noise), the
+task it was measured on (the paper's, or reduced and how: rt_lib.claims.ledger, task sizes), and
 what was measured with its margin (or why it was not checked).  A
 ledger claim no run under the root recorded reads "not run".  With ``--kept PROFILE`` the rows
 are the claims the kept evidence runs of that profile recorded (``evidence/<profile>/``), each
@@ -21,8 +22,8 @@ from rt_lib.claims import ledger as claims
 from rt_lib.runtime.io import PROJECT_ROOT
 
 
-def rows(root: Path) -> list[tuple[str, str, str, str, str]]:
-    """(id, notebook, status, ours or paper, measured / why) per claim, ledger first."""
+def rows(root: Path) -> list[tuple[str, str, str, str, str, str]]:
+    """(id, notebook, status, ours or paper, task, measured / why) per claim, ledger first."""
     recorded: dict[str, tuple[str, object]] = {}
     ours = []
     for notebook in sorted({c.notebook for c in claims.ledger().values()} |
@@ -34,18 +35,23 @@ def rows(root: Path) -> list[tuple[str, str, str, str, str]]:
     for claim in claims.ledger().values():
         notebook, row = recorded.get(claim.id, (claim.notebook, None))
         if row is None:
-            out.append((claim.id, notebook, "not run", "paper", ""))
+            out.append((claim.id, notebook, "not run", "paper", "", ""))
         else:
             what = row.scale if row.status == "not checked" else row.measured
-            out.append((claim.id, notebook, _status(row), "paper", what))
+            out.append((claim.id, notebook, _status(row), "paper", _task(row), what))
     for notebook, row in ours:
-        out.append((row.id, notebook, _status(row), "ours", row.measured))
+        out.append((row.id, notebook, _status(row), "ours", _task(row), row.measured))
     return out
 
 
+def _task(row) -> str:
+    """``paper``, ``reduced: p = 37 of 113`` or ``unknown`` (a record made before task sizes)."""
+    return f"reduced: {row.reduction}" if row.task_size == claims.REDUCED_TASK else row.task_size
+
+
 def kept_rows(profile: str, evidence_root: Path | None = None
-              ) -> list[tuple[str, str, str, str, str, str]]:
-    """(id, notebook, status, ours or paper, measured / why, job) per claim the kept runs of
+              ) -> list[tuple[str, str, str, str, str, str, str]]:
+    """(id, notebook, status, ours or paper, task, measured / why, job) per claim the kept runs of
     ``profile`` recorded, each from the latest job that recorded it; ledger order, then ours."""
     from rt_lib.site.evidence import kept_runs, oldest_first
 
@@ -61,7 +67,8 @@ def kept_rows(profile: str, evidence_root: Path | None = None
     for id in order:
         notebook, row, job = latest[id]
         what = row.scale if row.status == "not checked" else row.measured
-        out.append((id, notebook, _status(row), "ours" if row.own else "paper", what, job))
+        out.append((id, notebook, _status(row), "ours" if row.own else "paper", _task(row), what,
+                    job))
     return out
 
 
@@ -78,19 +85,20 @@ def main(argv: list[str]) -> None:
         if not found:
             sys.exit(f"claims_table.py: --kept {argv[1]}: no kept run of that profile under "
                      "evidence/")
-        print("| claim | notebook | status | whose | measured, with its margin (or why not "
-              "checked) | job |")
-        print("| --- | --- | --- | --- | --- | --- |")
-        for id, notebook, status, whose, what, job in found:
+        print("| claim | notebook | status | whose | task | measured, with its margin (or why "
+              "not checked) | job |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        for id, notebook, status, whose, task, what, job in found:
             text = str(what).replace("|", "/")
-            print(f"| `{id}` | {notebook[:2]} | {status} | {whose} | {text} | `{job}` |")
+            print(f"| `{id}` | {notebook[:2]} | {status} | {whose} | {task} | {text} | `{job}` |")
         return
     root = Path(argv[0]) if argv else PROJECT_ROOT / "results"
-    print("| claim | notebook | status | whose | measured, with its margin (or why not checked) |")
-    print("| --- | --- | --- | --- | --- |")
-    for id, notebook, status, whose, what in rows(root):
+    print("| claim | notebook | status | whose | task | measured, with its margin (or why not "
+          "checked) |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for id, notebook, status, whose, task, what in rows(root):
         text = str(what).replace("|", "/")
-        print(f"| `{id}` | {notebook[:2]} | {status} | {whose} | {text} |")
+        print(f"| `{id}` | {notebook[:2]} | {status} | {whose} | {task} | {text} |")
 
 
 if __name__ == "__main__":

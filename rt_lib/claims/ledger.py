@@ -7,8 +7,10 @@ that checks it.
 **A run's record.**  A notebook records each ledger claim it checks with :meth:`Claims.check`
 (our measurement and a :class:`~rt_lib.claims.verdicts.Verdict` with its margin), or
 :meth:`Claims.not_checked` (why: qualitative, needs data we lack, not trained in this run), and
-claims of its own, beyond the papers, with :meth:`Claims.ours`: those are counted apart, and a
-stand-in for a paper's claim is one of ours.  Each record is appended to ``claims.csv`` in the
+claims of its own, beyond the papers, with :meth:`Claims.ours`: those are counted apart.  Every
+record says on what task it was measured (``task_size``: the paper's or a reduced one, with the
+reduction in words): a paper claim measured on a reduced task keeps its id and its status, and is
+counted apart from those at the paper's scale (:meth:`Summary.holds`).  Each record is appended to ``claims.csv`` in the
 run's folder at once (an interrupted notebook keeps what it checked), and printed.  A status is
 one of ``holds``, ``fails``, ``not shown`` (the comparison did not separate, or a claim measured
 not to show at this profile's scale: with the scale expected to show it) and ``not checked``.
@@ -41,6 +43,15 @@ FILENAME = "claims.csv"
 LEDGER = Path(__file__).with_name("ledger.yaml")
 PAPERS = {"rt": "Zhong & Andreas 2024", "mi": "Syrkis & Søgaard 2024"}
 OURS = "ours"  # the source of a claim beyond both papers
+#: On what a claim was measured (its ``task_size``): the paper's task (its p, its digit count, its
+#: pairs, keys and vocabulary, its data) or a reduced one, whose reduction is said in words beside
+#: it ("p = 37 of 113", "3 of 10 digits").  A claim holds *at the paper's scale* only on the paper's
+#: task; on a reduced task it keeps the paper's id and its measured status, counted apart.
+#: "unknown": a record written before task sizes, or by a notebook that does not say (never
+#: counted at the paper's scale).
+PAPER_TASK, REDUCED_TASK, UNKNOWN_TASK = "paper", "reduced", "unknown"
+TASK_SIZES = (PAPER_TASK, REDUCED_TASK, UNKNOWN_TASK)
+_RUN = object()  # a claim on the run's own task (Claims.reduced)
 
 
 class ClaimsFailed(AssertionError):
@@ -116,11 +127,15 @@ class Claim:
     # it not to show at this profile's scale); not checked: why
     own: bool = False  # a claim of ours: counted apart from the papers'
     reason: str = ""  # not shown: why (rt_lib.claims.verdicts.REASONS: runs, budget, contrary, noise)
+    task_size: str = UNKNOWN_TASK  # measured on the paper's task or a reduced one (TASK_SIZES)
+    reduction: str = ""  # a reduced task: how, in words ("p = 37 of 113")
 
     def __str__(self) -> str:
         what = self.scale if self.status == NOT_CHECKED else self.measured
         status = self.status.upper() + (f": {self.reason}" if self.reason else "")
-        line = f"[{status}]{' (ours)' if self.own else ''} {self.id}: {what}"
+        size = (f" (reduced task: {self.reduction})" if self.task_size == REDUCED_TASK
+                else " (task size not said)" if self.task_size == UNKNOWN_TASK else "")
+        line = f"[{status}]{' (ours)' if self.own else ''} {self.id}{size}: {what}"
         if not self.own:
             line += f" (paper: {self.paper})"
         if self.status == NOT_SHOWN and self.scale:
@@ -136,14 +151,24 @@ class Claims:
 
     def __init__(self, folder: Path, strict: bool, notebook: str = "",
                  not_shown: dict[str, str] | None = None,
-                 declared_in: str = "not_shown_on_cpu") -> None:
+                 declared_in: str = "not_shown_on_cpu", reduced: str | None | object = _RUN) -> None:
         self.path = Path(folder) / FILENAME
+        # how the run's task is smaller than the paper's (None: it is the paper's; left out: not
+        # said, "unknown"); a claim about another task says its own (check's ``reduced``)
+        self.reduced = reduced
         self.notebook = notebook  # its ledger claims must all be recorded ("" for none)
         self.strict = strict  # a profile's own run: a claim that does not hold fails it
         self.not_shown = dict(not_shown or {})  # claim id -> the measurement, the scale
         self.declared_in = declared_in  # the Experiment field holding them, for its messages
         self.claims: list[Claim] = []
         self.path.unlink(missing_ok=True)  # a rerun records its own claims only
+
+    def _size(self, reduced: str | None | object) -> tuple[str, str]:
+        """(task_size, reduction) of a claim: ``reduced`` as given, else the run's."""
+        reduced = self.reduced if reduced is _RUN else reduced
+        if reduced is _RUN:
+            return UNKNOWN_TASK, ""
+        return (PAPER_TASK, "") if reduced is None else (REDUCED_TASK, str(reduced))
 
     def _record(self, claim: Claim) -> Claim:
         if any(c.id == claim.id for c in self.claims):
@@ -170,9 +195,12 @@ class Claims:
                     f"{scale}; measured: {declared}" if scale else declared, reason)
         return status, verdict.margin, scale, reason if status == NOT_SHOWN else ""
 
-    def check(self, id: str, measured: str, verdict: Verdict | bool, scale: str = "") -> Claim:
+    def check(self, id: str, measured: str, verdict: Verdict | bool, scale: str = "",
+              reduced: str | None | object = _RUN) -> Claim:
         """Record ledger claim ``id``: ``measured`` says what this run measured; the verdict's
-        margin is appended to it; ``scale`` names the scale expected to show it."""
+        margin is appended to it; ``scale`` names the scale expected to show it; ``reduced``:
+        how the task it was measured on is smaller than the paper's (None: the paper's task;
+        left out: the run's task, :attr:`reduced`)."""
         if id not in ledger():
             raise ValueError(f"claim {id!r} is not in the ledger ({LEDGER.name}); a claim "
                              "beyond the papers is recorded with Claims.ours")
@@ -182,26 +210,30 @@ class Claims:
                              f"not {self.notebook}")
         status, margin, scale, reason = self._status(id, verdict, scale)
         text = f"{measured} ({margin})" if margin else measured
+        size, reduction = self._size(reduced)
         return self._record(Claim(id, entry.citation, entry.value, text, status, scale,
-                                  reason=reason))
+                                  reason=reason, task_size=size, reduction=reduction))
 
-    def not_checked(self, id: str, why: str) -> Claim:
+    def not_checked(self, id: str, why: str, reduced: str | None | object = _RUN) -> Claim:
         """Record ledger claim ``id`` as not checked, saying why."""
         if id not in ledger():
             raise ValueError(f"claim {id!r} is not in the ledger ({LEDGER.name})")
         entry = ledger()[id]
-        return self._record(Claim(id, entry.citation, entry.value, "", NOT_CHECKED, why))
+        size, reduction = self._size(reduced)
+        return self._record(Claim(id, entry.citation, entry.value, "", NOT_CHECKED, why,
+                                  task_size=size, reduction=reduction))
 
     def ours(self, id: str, statement: str, measured: str, verdict: Verdict | bool,
-             scale: str = "") -> Claim:
+             scale: str = "", reduced: str | None | object = _RUN) -> Claim:
         """Record a claim of our own (beyond the papers, or a stand-in for one of theirs):
         counted apart from the papers' claims."""
         if id in ledger():
             raise ValueError(f"{id!r} is a ledger id: record it with Claims.check")
         status, margin, scale, reason = self._status(id, verdict, scale)
         text = f"{measured} ({margin})" if margin else measured
+        size, reduction = self._size(reduced)
         return self._record(Claim(id, OURS, statement, text, status, scale, own=True,
-                                  reason=reason))
+                                  reason=reason, task_size=size, reduction=reduction))
 
     def done(self) -> None:
         """End of the checks: report the counts; in a profile's own run raise on a claim that
@@ -267,6 +299,13 @@ def read(folder: Path) -> pd.DataFrame | None:
     if "reason" not in table:  # written before reasons: a claim not shown reads "unknown"
         table["reason"] = ""
     table["reason"] = table["reason"].astype(str)
+    if "task_size" not in table:  # written before task sizes: never the paper's scale
+        table["task_size"], table["reduction"] = UNKNOWN_TASK, ""
+    table["task_size"] = table["task_size"].astype(str).replace("", UNKNOWN_TASK)
+    table["reduction"] = table["reduction"].astype(str)
+    odd_size = set(table["task_size"]) - set(TASK_SIZES)
+    if odd_size:
+        raise damaged(path, f"unknown task sizes {sorted(odd_size)}")
     unknown = set(table["status"]) - set(STATUSES)
     if unknown:
         raise damaged(path, f"unknown statuses {sorted(unknown)}")
@@ -289,6 +328,20 @@ class Summary:
     lines: list[str]  # one per claim that does not hold, with its run
     papers_why: Counter = field(default_factory=Counter)  # reason -> count, papers' not shown
     ours_why: Counter = field(default_factory=Counter)  # reason -> count, ours not shown
+    # (paper, task size) -> status -> count over the papers' claims: "rt" / "mi", and whether
+    # each was measured on the paper's task (only those hold at the paper's scale)
+    by_paper: dict[tuple[str, str], Counter] = field(default_factory=dict)
+
+    def holds(self, paper: str, task_size: str) -> int:
+        return self.by_paper.get((paper, task_size), Counter())[HOLDS]
+
+    def holds_line(self) -> str:
+        """``rt: 1 holds at the paper's scale, 4 on a reduced task; mi: ...``"""
+        return "; ".join(
+            f"{p}: {self.holds(p, PAPER_TASK)} hold at the paper's scale, "
+            f"{self.holds(p, REDUCED_TASK)} on a reduced task"
+            + (f", {self.holds(p, UNKNOWN_TASK)} on a task of unsaid size"
+               if self.holds(p, UNKNOWN_TASK) else "") for p in PAPERS)
 
 
 def counts_line(counts: Counter, reasons: Counter | None = None) -> str:
@@ -312,6 +365,9 @@ def summary(folders: dict[str, Path]) -> Summary:
             continue
         for row in table.itertuples():
             (out.ours if row.own else out.papers)[row.status] += 1
+            if not row.own:
+                paper = ledger()[row.id].paper if row.id in ledger() else row.id.split("-")[0]
+                out.by_paper.setdefault((paper, row.task_size), Counter())[row.status] += 1
             if row.status == NOT_SHOWN:
                 (out.ours_why if row.own else out.papers_why)[row.reason] += 1
             if row.status != HOLDS:
@@ -319,9 +375,12 @@ def summary(folders: dict[str, Path]) -> Summary:
                 what = row.scale if row.status == NOT_CHECKED else (
                     f"{row.measured}; {row.scale}" if row.scale else row.measured)
                 why = f" ({row.reason})" if row.status == NOT_SHOWN and row.reason else ""
-                out.lines.append(f"{name}: {row.status}{why}{mine}: {row.id}: {what}")
+                size = (f" (reduced task: {row.reduction})" if row.task_size == REDUCED_TASK
+                        else "")
+                out.lines.append(f"{name}: {row.status}{why}{mine}: {row.id}{size}: {what}")
     return out
 
 
-__all__ = ["FILENAME", "LEDGER", "PAPERS", "ClaimsFailed", "LedgerClaim", "ledger", "ledger_of",
+__all__ = ["FILENAME", "LEDGER", "PAPERS", "PAPER_TASK", "REDUCED_TASK", "TASK_SIZES",
+           "UNKNOWN_TASK", "ClaimsFailed", "LedgerClaim", "ledger", "ledger_of",
            "Claim", "Claims", "read", "summary", "Summary", "counts_line"]

@@ -76,6 +76,12 @@ class ImitationParams(GridParams):
         if self.batch_size is None:
             raise ValueError("batch_size must be set: imitation draws an endless stream")
 
+    def smaller_than_paper(self) -> str | None:
+        # the authors' targets read 40 tokens of a 512-token vocabulary (docs/papers.md)
+        said = ([] if self.d_vocab >= 512 else [f"vocabulary {self.d_vocab} of 512"]) + (
+            [] if self.n_ctx >= 40 else [f"{self.n_ctx} of 40 positions"])
+        return ", ".join(said) or None
+
     def task(self, target_width: int | None = None) -> CircuitImitation:
         width = target_width if target_width is not None else self.target_widths[0]
         target = imitation_target(width, d_vocab=self.d_vocab, n_ctx=self.n_ctx,

@@ -18,6 +18,9 @@ from rt_lib.tasks.decimal import OUT_OFFSET, STOP
 NAME = "03_decimal_addition"
 
 
+PAPER_DIGITS = 10  # the paper's operands (§4, Table 1; docs/papers.md, random transformers: tasks)
+
+
 @dataclass(frozen=True)
 class DecimalParams(StreamGridParams):
     """Notebook 03's parameters; defaults = CPU profile (configs/paper/ has the paper's)."""
@@ -34,6 +37,10 @@ class DecimalParams(StreamGridParams):
     # three restarts of three models at 512 do not fit the profile's time: 128 is the CPU width.
     widths: tuple[int, ...] = (16, 128)
     steps: int = 1000  # optimiser steps for every model (paper: 10,000)
+
+    def smaller_than_paper(self) -> str | None:
+        # the paper's operands have 10 digits (§4, Table 1); fewer digits are an easier task
+        return None if self.n_digits >= PAPER_DIGITS else f"{self.n_digits} of {PAPER_DIGITS} digits"
 
     def task(self) -> DecimalAddition:
         return DecimalAddition(n_digits=self.n_digits, n_test=self.n_test,

@@ -124,6 +124,10 @@ class AblationParams(Params):
         for task in self.tasks:  # each task's settings validate themselves now, not mid-run
             self.params_for(task)
 
+    def smaller_than_paper(self) -> str | None:
+        said = [f"{t}: {s}" for t in self.tasks if (s := self.params_for(t).smaller_than_paper())]
+        return "; ".join(said) or None
+
     def params_for(self, task: str) -> GridParams:
         """``task``'s notebook settings in ``task_profile``, then its ``task_changes``, then
         ``widths`` and ``steps`` where set (they apply to every task)."""

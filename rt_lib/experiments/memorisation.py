@@ -52,6 +52,10 @@ class MemorisationParams(GridParams):
             raise ValueError(f"models={list(self.models)!r}: memorisation compares "
                              "'random transformer' and 'trained transformer'")
 
+    def smaller_than_paper(self) -> str | None:
+        # the paper memorises labels of n = 512 (§5, Table 3; docs/papers.md)
+        return None if self.n >= 512 else f"n = {self.n} of 512"
+
     def task(self) -> MemorisationTask:
         return memorisation(self.n, self.label_seed, self.layout)
 

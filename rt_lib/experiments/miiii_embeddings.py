@@ -61,6 +61,9 @@ class EmbeddingParams(Params):
             raise ValueError(f"seeds must be distinct and hold the seed of notebook 11's runs "
                              f"({seed}), got {list(self.seeds)!r}")
 
+    def smaller_than_paper(self) -> str | None:
+        return self.training().smaller_than_paper()  # notebook 11's runs, read here
+
     def training(self) -> MiiiiParams:
         return training_params(self.train_params, self.variants)
 

@@ -61,6 +61,9 @@ class NeuronParams(Params):
                              f"{list(self.trained_seeds)!r}")
         self.training()
 
+    def smaller_than_paper(self) -> str | None:
+        return self.training().smaller_than_paper()  # notebook 11's runs, read here
+
     def training(self) -> MiiiiParams:
         return training_params(self.train_params, (self.variant,))
 

@@ -119,6 +119,9 @@ class SearchParams(Params):
             for value in values:
                 self.trial_params({name: value})
 
+    def smaller_than_paper(self) -> str | None:
+        return self.trial_params({}).smaller_than_paper()  # every trial's p (fixed)
+
     def url(self) -> str:
         return self.storage or default_storage()
 

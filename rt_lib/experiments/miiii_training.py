@@ -51,6 +51,9 @@ def training_code_digest() -> str:
     return code_digest(TRAINING_ENTRIES)[:16]
 
 
+PAPER_P = 113  # the paper's modulus (Syrkis & Søgaard §2): 29 heads, one per prime below it
+
+
 @dataclass(frozen=True)
 class MiiiiParams(Params):
     """Notebook 11's parameters; defaults = CPU profile (configs/paper/ has the paper's)."""
@@ -176,6 +179,10 @@ class MiiiiParams(Params):
             raise ValueError(f"lambda_zero_weight_decay must be a non-negative number or None, "
                              f"got {wd0!r}")
         Grokfast(self.grokfast_alpha, self.grokfast_lambda, self.grokfast_init)
+
+    def smaller_than_paper(self) -> str | None:
+        # the paper's p = 113: 29 heads, every prime below it (§2; docs/papers.md, miiii)
+        return None if self.p >= PAPER_P else f"p = {self.p} of {PAPER_P}"
 
     def task(self, variant: str) -> MultiPrimeTask:
         return miiii_task(self.p, variant, split=self.split, train_fraction=self.train_fraction,

@@ -14,7 +14,7 @@ from rt_lib.claims.ledger import Claims
 from rt_lib.experiments.common import (GridResult, StreamGridParams, grid_step_shapes,
                                        run_task_grid)
 from rt_lib.experiment import Experiment
-from rt_lib.experiments.reporting import ReducedTask, check_on_paper_task, check_solves
+from rt_lib.experiments.reporting import check_on_paper_task, check_solves
 from rt_lib.model import build_model
 from rt_lib.tasks import NeedleInAHaystack
 from rt_lib.claims.verdicts import (FAILS, HOLDS, MIN_RUNS, NOT_SHOWN, RUNS, Verdict, every,
@@ -53,16 +53,6 @@ EXPERIMENT = Experiment(
     NAME, NeedleParams, title="needle-in-a-haystack recall (Table 1, Fig. 2)",
     step_shapes=grid_step_shapes,
     not_shown_on_cpu={
-        "rt-t1-needle": (
-            "the CPU task holds 1-2 pairs over 2 markers and 16 values, the paper's 1-30 over 30 "
-            "and 127: at 4 keys over 4 markers the random transformer stays on the copy plateau "
-            "at width 256 (0.58 on three restarts) and reaches 1.000 at width 512 "
-            "(docs/scale.md); the paper's task at width 1024 is the paper profile's (GPU chunk "
-            "02)"),
-        "rt-fig2-needle-heads": (
-            "Figure 2's circuit is the paper's task's, 1-30 pairs at width 1024; on the CPU task "
-            "(1-2 pairs over 2 markers) the two heads are needle-heads-reduced-task, ours; the "
-            "paper's task is the paper profile's (GPU chunk 02)"),
         "needle-ablation-to-plateau": (
             "at the CPU width 256 the circuit's pair mean-ablated leaves 0.725, 0.940 and 0.735 "
             "(restarts 0-2) against the plateau 0.75: on restart 1 heads other than the best two "
@@ -77,19 +67,8 @@ def run(params: NeedleParams, save_models: bool = True) -> GridResult:
 
 #: The paper's task (§4, Table 1): 1 to 30 marker-value pairs over 30 markers and 127 values.
 PAPER_TASK = {"min_keys": 1, "max_keys": 30, "n_markers": 30, "n_values": 127}
-#: Solving a smaller task than the paper's is a claim of our own, not Table 1's.
-REDUCED_ID = "needle-reduced-task"
-REDUCED = ("A random transformer with only its embeddings and unembedding trained recalls the "
-           "value of the queried marker on this profile's reduced needle task (fewer pairs, "
-           "markers and values than the paper's): median test accuracy >= 0.99")
 #: The scale expected to show the paper's claims: its task at its width.
 SCALE = "width 1024, 30 keys (the paper profile)"
-#: Figure 2's two heads, found on a smaller task than the paper's: a claim of our own.
-HEADS_REDUCED_ID = "needle-heads-reduced-task"
-HEADS_REDUCED = ("On this profile's reduced needle task, the random transformer's best layer-1 "
-                 "head attends from each value to its marker, and its best last-layer head from "
-                 "the query to the value, more than any untrained model's best head does, on "
-                 "every restart (Figure 2's circuit)")
 
 
 def is_paper_task(task: NeedleInAHaystack | NeedleParams) -> bool:
@@ -204,7 +183,7 @@ def check_claims(result: GridResult, examples: Tensor, claims: Claims) -> None:
     smaller = how_smaller(task)  # on a smaller task the measurements are claims of our own
     check_solves(claims, "rt-t1-needle", result.metrics, "test_acc",
                  "needle-in-a-haystack" + (f", {words_of(task)}" if smaller else ""), scale=SCALE,
-                 reduced=ReducedTask.unless_paper(smaller, REDUCED_ID, REDUCED))
+                 reduced=smaller)
     width = int(result.metrics.loc[result.metrics["model"] == "random transformer", "width"].max())
     trained = [best_head_scores(m, examples) for (kind, w, _), m in sorted(result.models.items())
                if kind == "random transformer" and w == width]
@@ -219,8 +198,7 @@ def check_claims(result: GridResult, examples: Tensor, claims: Claims) -> None:
                          for j, job in enumerate(jobs)))
     # Figure 2's circuit is the paper's task's: on fewer pairs it is a claim of our own
     check_on_paper_task(claims, "rt-fig2-needle-heads", heads, every(verdicts), scale=SCALE,
-                        reduced=ReducedTask.unless_paper(smaller, HEADS_REDUCED_ID, HEADS_REDUCED,
-                                                         naming="on the reduced task it is"))
+                        reduced=smaller)
     table = head_ablation_table(result, examples)
     carry, to_plateau = ablation_verdicts(table, copy_plateau(task), len(task.test[0]))
     measured = (f"width {width}, test accuracy per restart with nothing, the least-scoring pair "

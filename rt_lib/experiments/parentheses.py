@@ -15,7 +15,7 @@ from rt_lib.model import fast_paths
 from rt_lib.experiments.common import (GridResult, StreamGridParams, grid_step_shapes,
                                        run_task_grid)
 from rt_lib.claims.ledger import Claims
-from rt_lib.experiments.reporting import ReducedTask, check_solves, per_restart
+from rt_lib.experiments.reporting import check_solves, per_restart
 from rt_lib.experiment import Experiment
 from rt_lib.tasks import Parentheses
 from rt_lib.tasks.dyck import CLOSE, OPEN, PAD
@@ -53,11 +53,6 @@ class ParenthesesParams(StreamGridParams):
 #: The paper's task (§4, Table 1; docs/papers.md, random transformers: tasks): balanced strings
 #: of 1 to 30 pairs, random strings of 1 to 60 characters.
 PAPER_TASK = {"min_pairs": 1, "max_pairs": 30}
-#: Solving a smaller task than the paper's is a claim of our own, not Table 1's.
-REDUCED_ID = "parentheses-reduced-task"
-REDUCED = ("A random transformer with only its embeddings and unembedding trained tells balanced "
-           "from unbalanced strings on this profile's reduced task (shorter strings than the "
-           "paper's): median test accuracy >= 0.99")
 SCALE = "width 1024, up to 30 pairs (the paper profile)"
 
 
@@ -139,7 +134,7 @@ def check_claims(result: GridResult, rules: dict[str, float], claims: Claims) ->
     smaller = how_smaller(task)
     check_solves(claims, "rt-t1-parentheses", result.metrics, "test_acc",
                  "parenthesis balancing" + (f", {words_of(task)}" if smaller else ""), scale=SCALE,
-                 reduced=ReducedTask.unless_paper(smaller, REDUCED_ID, REDUCED))
+                 reduced=smaller)
     check_beats_rules(claims, result.metrics, rules, len(task.test[0]))
     claims.done()
 
@@ -147,12 +142,7 @@ def check_claims(result: GridResult, rules: dict[str, float], claims: Claims) ->
 EXPERIMENT = Experiment(
     NAME, ParenthesesParams, title="parenthesis balancing (Table 1)",
     step_shapes=grid_step_shapes,
-    not_shown_on_cpu={
-        "rt-t1-parentheses": (
-            "the CPU task holds balanced strings of 6-12 pairs and random strings of 11-24 "
-            "characters, the paper's 1-30 pairs and 1-60 characters (with 1-10 pairs every short "
-            "balanced string lands in the test set and never in training: docs/scale.md); the "
-            "paper's strings at width 1024 are the paper profile's (GPU chunk 04)")})
+    not_shown_on_cpu={})
 
 
 def run(params: ParenthesesParams, save_models: bool = True) -> GridResult:

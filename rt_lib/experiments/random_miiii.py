@@ -51,6 +51,9 @@ class RandomMiiiiParams(Params):
         for w in self.widths:
             self.random(w)
 
+    def smaller_than_paper(self) -> str | None:
+        return self.trained().smaller_than_paper()  # notebook 11's runs, read here
+
     def trained(self) -> MiiiiParams:
         return training_params(self.train_params, self.variants)
 

@@ -7,12 +7,10 @@ nbval's sanitize file masks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pandas as pd
 
 from rt_lib.claims.ledger import Claim, Claims
-from rt_lib.claims.verdicts import BUDGET, NOT_SHOWN, Verdict, reaches
+from rt_lib.claims.verdicts import Verdict, reaches
 
 
 def results_table(metrics: pd.DataFrame, metric: str = "test_acc",
@@ -52,46 +50,21 @@ def per_restart(metrics: pd.DataFrame, model: str, width: int, metric: str) -> l
     return [float(v) for v in rows.sort_values("restart")[metric]]
 
 
-@dataclass(frozen=True)
-class ReducedTask:
-    """A run on a smaller task than the paper's: its measurement is a claim of our own (a
-    stand-in never counts as the paper's claim), and the paper's claim is not shown for want of
-    the budget its task needs."""
-
-    smaller: str  # how the task is smaller: "<this task> against the paper's <task>"
-    id: str  # the claim of our own the measurement becomes
-    statement: str  # what that claim says
-    naming: str = "the reduced task is"  # how the paper's claim names it
-
-    @classmethod
-    def unless_paper(cls, smaller: str | None, id: str, statement: str,
-                     naming: str = "the reduced task is") -> "ReducedTask | None":
-        """The reduced task ``smaller`` describes (a module's ``how_smaller``), or None when
-        the run is on the paper's task (``smaller`` None): what ``reduced=`` takes."""
-        return None if smaller is None else cls(smaller, id, statement, naming)
-
-
 def check_on_paper_task(claims: Claims, id: str, measured: str, verdict: Verdict | bool,
-                        scale: str = "", reduced: ReducedTask | None = None) -> Claim:
-    """Record ledger claim ``id`` from ``measured`` and ``verdict`` when the run is on the
-    paper's task (``reduced`` None); on a smaller one, record them as ``reduced``'s claim of our
-    own and ``id`` as not shown (budget), naming that claim and its status.  Returns the claim
-    the measurement went to."""
-    if reduced is None:
-        return claims.check(id, measured, verdict, scale=scale)
-    shown = claims.ours(reduced.id, reduced.statement, measured, verdict, scale=scale)
-    claims.check(id, f"not on the paper's task: {reduced.smaller}; {reduced.naming} "
-                 f"{reduced.id} (ours): {shown.status}", Verdict(NOT_SHOWN, "", BUDGET),
-                 scale=scale)
-    return shown
+                        scale: str = "", reduced: str | None = None) -> Claim:
+    """Record ledger claim ``id`` from ``measured`` and ``verdict``, on the task it was measured
+    on: the paper's (``reduced`` None) or a reduced one, whose reduction (``p = 59 of 97``) the
+    claim then carries, keeping its id and its measured status, never counted at the paper's
+    scale (rt_lib.claims.ledger, task sizes)."""
+    return claims.check(id, measured, verdict, scale=scale, reduced=reduced)
 
 
 def check_solves(claims: Claims, id: str, metrics: pd.DataFrame, metric: str, task: str,
                  threshold: float = 0.99, scale: str = "",
-                 reduced: ReducedTask | None = None) -> Claim:
+                 reduced: str | None = None) -> Claim:
     """Record ledger claim ``id`` "a random transformer solves ``task``" (Table 1: the median
-    over restarts at the widest width): the random transformer's ``metric`` per restart; on a
-    smaller task than the paper's, ``reduced``'s claim of our own (:func:`check_on_paper_task`)."""
+    over restarts at the widest width): the random transformer's ``metric`` per restart, on the
+    task as it ran (``reduced``: how it is smaller than the paper's; :func:`check_on_paper_task`)."""
     width = int(metrics.loc[metrics["model"] == "random transformer", "width"].max())
     values = per_restart(metrics, "random transformer", width, metric)
     measured = (f"random transformer, width {width}, {task}: {metric} per restart "

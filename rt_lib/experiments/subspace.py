@@ -73,6 +73,20 @@ class SubspaceParams(Params):
     seed: int = 0  # sampling of hidden states and fallback training
     threads: int | None = None  # torch threads (None: $RT_THREADS or 1)
 
+    def smaller_than_paper(self) -> str | None:
+        """The reductions of the tasks whose models it reads, as their notebooks run them in
+        this profile."""
+        from rt_lib.experiment import current_profile
+
+        said = []
+        for task in self.tasks:
+            notebook, params_cls, _ = SOURCES[task]
+            smaller = Experiment(notebook, params_cls).profile_params(
+                current_profile()).smaller_than_paper()
+            if smaller:
+                said.append(f"{task}: {smaller}")
+        return "; ".join(said) or None
+
     def check(self) -> None:
         unknown = [t for t in self.tasks if t not in SOURCES]
         if unknown or not self.tasks:

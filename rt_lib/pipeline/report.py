@@ -30,6 +30,8 @@ def report_claims(folders: dict[str, Path]) -> None:
         return
     print(f"claims of the papers ({n_papers} recorded, {len(claims.ledger())} in the ledger): "
           f"{claims.counts_line(got.papers, got.papers_why)}")
+    print(f"  holding, per paper (only a claim measured on the paper's task holds at its scale): "
+          f"{got.holds_line()}")
     if n_ours:
         print(f"claims of our own ({n_ours}, counted apart): {claims.counts_line(got.ours, got.ours_why)}")
     if got.lines:

@@ -136,6 +136,14 @@ class Params:
     #: profiles' configs only, or fields a shared base declares that this notebook does not use
     CELL_OMITS: ClassVar[frozenset[str]] = frozenset()
 
+    def smaller_than_paper(self) -> str | None:
+        """How the task these parameters make is smaller than the paper's, in words ("p = 37 of
+        113", "3 of 10 digits"); None where it is the paper's task.  Every claim the notebook
+        records carries it (its ``task_size``): a claim on a reduced task is never counted at the
+        paper's scale.  Each experiment says; one that does not records ``unknown``."""
+        raise NotImplementedError(f"{type(self).__name__} does not say how its task compares "
+                                  "with the paper's")
+
     def __post_init__(self) -> None:
         hints = _hints(type(self))
         for f in fields(self):

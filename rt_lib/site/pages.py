@@ -171,9 +171,12 @@ def claims_table(root: Path, names: list[str]) -> pd.DataFrame:
                          "paper": "ours" if row.own else paper, "section": section,
                          "paper's value": row.paper, "measured": row.measured,
                          "status": row.status, "why not shown": row.reason,
+                         # the paper's task, or a reduced one: never the paper's scale
+                         "task": (f"reduced: {row.reduction}" if row.task_size == "reduced"
+                                  else row.task_size),
                          "scale or why": row.scale})
     columns = ["notebook", "claim", "paper", "section", "paper's value", "measured", "status",
-               "why not shown", "scale or why"]
+               "why not shown", "task", "scale or why"]
     table = pd.DataFrame(rows, columns=columns)
     return table.sort_values("paper", key=lambda p: p == "ours", kind="stable",
                              ignore_index=True)
@@ -311,6 +314,13 @@ def index_notebook(profile: str, pages: list[Page], table: pd.DataFrame,
                                 Counter(table.loc[~own & why, "why not shown"]))
     ours = claims.counts_line(Counter(table.loc[own, "status"]),
                               Counter(table.loc[own & why, "why not shown"]))
+    holding = table["status"] == "holds"
+    at_scale = []
+    for key, name in (("Zhong & Andreas", "random transformers"), ("Syrkis & Søgaard", "miiii")):
+        mine = ~own & holding & table["paper"].str.startswith(key)
+        at_scale.append(f"{name}: {int((mine & (table['task'] == 'paper')).sum())} at the "
+                        f"paper's scale, {int((mine & table['task'].str.startswith('reduced')).sum())}"
+                        " on a reduced task")
     total = sum(p.wall_seconds or 0.0 for p in pages)
     intro = (f"# rt-companion: the {profile} profile\n\n"
              "Companion to Zhong & Andreas (2024), *Algorithmic Capabilities of Random "
@@ -318,7 +328,9 @@ def index_notebook(profile: str, pages: list[Page], table: pd.DataFrame,
              "Irreducible Integer Identifiers*.\n\n"
              f"{len(pages)} notebooks"
              + (f", {_minutes(total)} of notebook wall time in all" if total else "") + ". "
-             f"The papers' claims ({int((~own).sum())} recorded): {papers}. "
+             f"The papers' claims ({int((~own).sum())} recorded): {papers}; holding, "
+             f"{'; '.join(at_scale)} (a claim holds at the paper's scale only on the paper's "
+             "task: its p, digits, pairs, keys and data). "
              f"Claims of our own, counted apart ({int(own.sum())}): {ours}. "
              "A claim not shown says why (runs: fewer than 3 usable a side; budget: cut "
              "short; contrary: the measurement went against the paper at this scale; noise: "

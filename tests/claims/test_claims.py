@@ -332,3 +332,55 @@ def test_every_run_holds_on_three_runs_that_each_show_it():
         every_run(["yes"], ["seed 0"], "m")
     with pytest.raises(ValueError, match="per named run"):
         every_run(["ok", "ok"], ["seed 0"], "m")
+
+
+def test_a_claim_on_a_reduced_task_is_never_counted_at_the_papers_scale(tmp_path, capsys):
+    """The scale rule: a claim records the task it was measured on; only the paper's task counts
+    toward the claims holding at the paper's scale, a reduced one (with its reduction in words)
+    and one of unsaid size are counted apart, per paper."""
+    reduced = Claims(tmp_path / "reduced", strict=False, notebook="01_modular_addition",
+                     reduced="p = 59 of 97")
+    reduced.check("rt-t1-modular", "1.000", True)
+    reduced.check("rt-fig3-circle-pcs13", "0.95", True, reduced=None)  # said per claim: the paper's
+    assert "[HOLDS] rt-t1-modular (reduced task: p = 59 of 97): 1.000" in capsys.readouterr().out
+    paper = Claims(tmp_path / "paper", strict=False, notebook="11_miiii_training", reduced=None)
+    paper.check("mi-grokking", "x", True)
+    unsaid = Claims(tmp_path / "unsaid", strict=False, notebook="11_miiii_training")
+    unsaid.check("mi-every-head-groks", "x", True)
+    rows = claims_mod.read(tmp_path / "reduced")
+    assert rows[["id", "task_size", "reduction"]].values.tolist() == [
+        ["rt-t1-modular", "reduced", "p = 59 of 97"], ["rt-fig3-circle-pcs13", "paper", ""]]
+    got = summary({n: tmp_path / n for n in ("reduced", "paper", "unsaid")})
+    assert got.papers["holds"] == 4  # every status counts as before ...
+    assert (got.holds("rt", "paper"), got.holds("rt", "reduced")) == (1, 1)  # ... the scale apart
+    assert (got.holds("mi", "paper"), got.holds("mi", "unknown")) == (1, 1)
+    assert got.holds_line() == ("rt: 1 hold at the paper's scale, 1 on a reduced task; mi: 1 hold "
+                                "at the paper's scale, 0 on a reduced task, 1 on a task of unsaid size")
+    # a claims.csv written before task sizes is of unsaid size: never the paper's scale
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "claims.csv").write_text("id,status,reason\nrt-t1-modular,holds,\n")
+    assert summary({"old": tmp_path / "old"}).holds("rt", "paper") == 0
+    (tmp_path / "old" / "claims.csv").write_text(
+        "id,status,reason,task_size,reduction\nrt-t1-modular,holds,,huge,\n")
+    with pytest.raises(ValueError, match=r"unknown task sizes \['huge'\]"):
+        claims_mod.read(tmp_path / "old")
+
+
+@pytest.mark.parametrize("notebook, changes, reduced", [
+    ("01_modular_addition", {}, "p = 59 of 97"), ("01_modular_addition", {"p": 199}, None),
+    ("03_decimal_addition", {}, "3 of 10 digits"), ("03_decimal_addition", {"n_digits": 5},
+                                                    "5 of 10 digits"),
+    ("03_decimal_addition", {"n_digits": 10}, None),
+    ("05_memorisation", {}, "n = 128 of 512"), ("11_miiii_training", {}, "p = 37 of 113"),
+    ("11_miiii_training", {"p": 113}, None), ("14_miiii_search", {}, "p = 11 of 113"),
+    ("10_circuit_imitation", {}, "vocabulary 128 of 512, 16 of 40 positions")])
+def test_each_notebook_says_how_its_task_compares_with_the_papers(notebook, changes, reduced):
+    assert registry()[notebook].params(**changes).smaller_than_paper() == reduced
+
+
+def test_every_experiment_says_its_task_size(monkeypatch):
+    """No notebook's claims fall back to an unsaid task size in its CPU profile."""
+    monkeypatch.setenv("RT_TINYSTORIES", str(PROJECT_ROOT.parent / "shared" / "data" / "tinystories"))
+    from rt_lib.runtime.params import Params
+    for name, experiment in registry().items():
+        assert experiment.params.smaller_than_paper is not Params.smaller_than_paper, name

@@ -308,31 +308,31 @@ def test_width_16_claim_needs_two_comparable_tasks(results_tmp):
     assert _width16_claim(results_tmp, below, cut).status == "not shown"
 
 
-def test_a_task_smaller_than_the_papers_counts_only_toward_our_own_width16_claim(results_tmp):
-    """Needle as the CPU profile runs it (2 markers, not the paper's 30) is a weaker stand-in:
-    with it and modular addition solved wide and failed narrow, the paper's claim lacks its
-    second task, while the same comparison over the tasks as run holds as ours."""
+def test_a_task_smaller_than_the_papers_keeps_the_papers_id_on_a_reduced_task(results_tmp):
+    """Needle as the CPU profile runs it (2 markers, not the paper's 30): Table 1's claims are
+    compared over the tasks as run, keep their ids and their measured statuses, and say they
+    were measured on a reduced task, so that they are never counted at the paper's scale."""
     acc = {("random transformer", 16): [0.1] * 3, ("random transformer", 64): [1.0] * 3,
            ("trained transformer", 64): [1.0] * 3, ("trained LSTM", 64): [0.3] * 3}
     cut = {(t, "random transformer", 16): "still improving"
            for t in ("decimal addition", "parentheses")}
-    assert _width16_claim(results_tmp, acc, cut).status == "holds"  # needle as the paper's
+    paper_size = _table1_claims(results_tmp, acc, cut)["rt-t1-width16-fails"]
+    assert (paper_size.status, paper_size.task_size) == ("holds", "paper")
     words = needle.NeedleParams().smaller_than_paper()
     (results_tmp / "02_needle_in_a_haystack" / TASK_FILE).write_text(
         yaml.safe_dump({"smaller_than_paper": words}))
     got = _table1_claims(results_tmp, acc, cut)
-    paper = got["rt-t1-width16-fails"]
-    assert (paper.status, paper.reason) == ("not shown", "budget")
-    assert f"needle left out: {words}" in paper.measured
-    assert got["table1-width16-fails-as-run"].status == "holds"
-    # the LSTM far below on every task, but needle is not the paper's: the claim cannot hold
-    assert got["rt-t1-beats-lstm"].status == "not shown"
-    # ours goes against the paper where width 16 solves as well, and cannot tell on one task
-    ours = "table1-width16-fails-as-run"
+    claim = got["rt-t1-width16-fails"]
+    assert (claim.status, claim.task_size, claim.reduction) == ("holds", "reduced",
+                                                                f"needle: {words}")
+    assert "table1-width16-fails-as-run" not in got
+    assert (got["rt-t1-beats-lstm"].status, got["rt-t1-beats-lstm"].task_size) == ("holds",
+                                                                                   "reduced")
+    # it goes against the paper where width 16 solves as well, and cannot tell on one task
     assert _table1_claims(results_tmp, {**acc, ("random transformer", 16): [1.0] * 3},
-                          cut)[ours].status == "fails"
+                          cut)["rt-t1-width16-fails"].status == "fails"
     cut[("needle", "random transformer", 16)] = "still improving"
-    assert _table1_claims(results_tmp, acc, cut)[ours].status == "not shown"
+    assert _table1_claims(results_tmp, acc, cut)["rt-t1-width16-fails"].status == "not shown"
 
 
 def test_only_a_needle_task_smaller_than_the_papers_says_so():

@@ -393,5 +393,5 @@ def test_the_claims_table_script_lists_each_kept_claim_from_its_latest_job(kept,
     rows = script.kept_rows(PROFILE, tmp_path / "evidence")
     job = _folder(tmp_path / "evidence", smoke_run, "h100").name
     assert {r[0]: r[2] for r in rows} == gpu_statuses
-    assert {r[5] for r in rows} == {job} and {r[1] for r in rows} == {NAME}
+    assert {r[6] for r in rows} == {job} and {r[1] for r in rows} == {NAME}
     assert script.kept_rows("paper", tmp_path / "evidence") == []
