@@ -5,6 +5,8 @@
 #   ./run_all.sh --only 01           one notebook;  --set key=value overrides a parameter
 #   ./run_all.sh --help              all options
 set -euo pipefail
+# a relative RT_RESULTS is relative to where the command was typed, not to the project
+if [ -n "${RT_RESULTS:-}" ]; then RT_RESULTS="$(realpath -m -- "$RT_RESULTS")"; export RT_RESULTS; fi
 cd "$(dirname "$0")"
 ./scripts/setup.sh
 source scripts/kernel_env.sh  # the same CPU kernels as the recorded notebooks

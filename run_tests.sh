@@ -19,6 +19,8 @@
 # and last lines say how many were loaded and trained.  ./run_tests.sh --no-cache (or
 # RT_CACHE=off) trains every run from nothing, the check that needs no store.
 set -euo pipefail
+# a relative RT_RESULTS is relative to where the command was typed, not to the project
+if [ -n "${RT_RESULTS:-}" ]; then RT_RESULTS="$(realpath -m -- "$RT_RESULTS")"; export RT_RESULTS; fi
 cd "$(dirname "$0")"
 if [ "${1:-}" = "--no-cache" ]; then
   export RT_CACHE=off

@@ -111,6 +111,7 @@ class GridParams(Params):
     # training), two steps of 8 rows (a step of the paper's 1,000 rows of 63 tokens takes
     # minutes at width 1024 on one core), one evaluation at the end, of at most 32 rows per set
     # (n_test of the stream tasks).
+    DISTINCT: ClassVar[tuple[str, ...]] = ("widths", "models")
     SMOKE: ClassVar[dict[str, Any]] = {
         "restarts": 1, "steps": 2, "lstm_steps": None, "trained_steps": None, "batch_size": 8,
         "warmup_steps": 1, "eval_every": 2, "eval_rows": 32}

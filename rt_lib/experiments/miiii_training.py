@@ -30,7 +30,7 @@ from rt_lib.jobs.resume import resume_dir
 from rt_lib.runtime.io import (PROJECT_ROOT, CorruptFileError, atomic_save_torch, damaged, folder_of,
                        load_torch, read_result, read_yaml_result, results_dir, results_root)
 from rt_lib.model import TransformerConfig, build_model, miiii_config
-from rt_lib.runtime.params import Params, plain
+from rt_lib.runtime.params import Params, check_fits_in_memory, plain
 from rt_lib.runtime.seeding import derive
 from rt_lib.tasks.miiii import MASKED_PRIMES, VARIANTS, MultiPrimeTask, miiii_task
 from rt_lib.primes import is_prime
@@ -61,6 +61,7 @@ class MiiiiParams(Params):
     # Left out of the notebook's parameters cell: set by the code that builds runs (notebook 15,
     # the executor), not a notebook.
     CELL_OMITS: ClassVar[frozenset[str]] = frozenset({"trainable", "device"})
+    DISTINCT: ClassVar[tuple[str, ...]] = ("variants", "extra_seeds", "full_epoch_variants")
 
     p: int = 37  # prime; one head per prime below it: 2, 3, ..., 31 (11 heads); the paper: 113
     variants: tuple[str, ...] = ("miiii", "nanda", "masked", "basis")  # tasks trained (T_<name>)
@@ -138,6 +139,13 @@ class MiiiiParams(Params):
         return out
 
     def check(self) -> None:
+        # the p^2 numbers, their two digits and one label per prime below p (int64), before
+        # anything allocates them
+        check_fits_in_memory("p", self.p, self.p ** 2 * (2 + self.p / max(math.log(self.p), 1)) * 8,
+                             "its p^2 numbers and their labels")
+        if self.seed in self.extra_seeds:
+            raise ValueError(f"extra_seeds={list(self.extra_seeds)!r} holds seed={self.seed}: its "
+                             "runs would count twice; list only further seeds")
         if not is_prime(self.p):
             raise ValueError(f"p must be a prime, got {self.p!r}")
         unknown = [v for v in self.variants if v not in VARIANTS]

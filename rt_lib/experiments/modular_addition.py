@@ -15,6 +15,7 @@ from rt_lib.experiments.common import (GridParams, GridResult, grid_step_shapes,
 from rt_lib.experiment import Experiment
 from rt_lib.experiments.reporting import check_solves
 from rt_lib.analysis.fourier import fourier_power
+from rt_lib.runtime.params import check_fits_in_memory
 from rt_lib.tasks import FiniteTask, modular_addition
 from rt_lib.claims.verdicts import reaches
 
@@ -37,6 +38,11 @@ class ModularAdditionParams(GridParams):
     trained_lr: float | None = 1e-3  # lr of the fully trained transformer: the paper's (None: lr)
     warmup_steps: int = 100  # linear warm-up, then cosine to 0 (paper: 500 of 50,000)
     eval_every: int = 100  # steps between evaluations of train and test accuracy
+
+    def check_task(self) -> None:
+        # its p^2 pairs (two int64 tokens and a label each), before building them checks the rest
+        check_fits_in_memory("p", self.p, 3 * 8 * self.p ** 2, "its p^2 pairs")
+        super().check_task()
 
     def task(self) -> FiniteTask:
         return modular_addition(self.p, self.train_fraction, self.split_seed)

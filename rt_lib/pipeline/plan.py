@@ -88,7 +88,12 @@ def parse_sets(pairs: list[str] | None) -> dict:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise RunError(f"--set expects key=value, got {pair!r}")
-        out[key.strip()] = load_value(value)
+        try:
+            out[key.strip()] = load_value(value)
+        except yaml.YAMLError as err:
+            problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+            raise RunError(f"--set {key.strip()}={value}: not a YAML value ({problem}); e.g. "
+                           f"--set 'widths=[16, 256]' or --set p=61") from None
     return out
 
 

@@ -131,15 +131,30 @@ def _child(job: Job, output: Path, log_output: bool, parent: int, key: str,
     os.environ.update(run.to_env())  # the notebook's kernel inherits it
     try:
         execute(job, output, log_output, SMOKE_CELL_TIMEOUT if is_smoke(profile) else None)
+    except KeyboardInterrupt:
+        # Ctrl-C reaches every process of the terminal: the runner says it once, in one line
+        os._exit(130)
     except Exception as err:
         if hasattr(err, "ename"):  # papermill: the error raised in the notebook's cell
             detail = f"{err.ename}: {err.evalue}"
         else:
             detail = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
-        print(f"    FAILED {job.folder}: {detail}\n"
-              f"    executed notebook kept as {job.output_dir / (job.name + '.failed.ipynb')}",
+        kept = job.output_dir / (job.name + ".failed.ipynb")
+        print(f"    FAILED {job.folder}: {detail}"
+              + (f"\n    executed notebook kept as {kept}" if _readable_notebook(kept) else ""),
               file=sys.stderr, flush=True)
         sys.exit(1)
+
+
+def _readable_notebook(path: Path) -> bool:
+    """Whether ``path`` holds a notebook that opens (a failed run's, worth naming)."""
+    import nbformat
+
+    try:
+        nbformat.read(str(path), as_version=nbformat.NO_CONVERT)
+        return True
+    except Exception:  # missing, empty, cut short: not worth pointing at
+        return False
 
 
 @dataclass

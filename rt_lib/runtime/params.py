@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import re
+import os
 import types
 import typing
 from collections.abc import Mapping
@@ -135,6 +136,9 @@ class Params:
     #: fields the notebook's parameters cell leaves out (:func:`parameters_cell`): knobs of the
     #: profiles' configs only, or fields a shared base declares that this notebook does not use
     CELL_OMITS: ClassVar[frozenset[str]] = frozenset()
+    #: list fields whose entries name runs (widths, models, seeds): a repeated entry would train
+    #: the same run twice and count it as two restarts, so it is refused, naming the field
+    DISTINCT: ClassVar[tuple[str, ...]] = ()
 
     def smaller_than_paper(self) -> str | None:
         """How the task these parameters make is smaller than the paper's, in words ("p = 37 of
@@ -148,6 +152,18 @@ class Params:
         hints = _hints(type(self))
         for f in fields(self):
             object.__setattr__(self, f.name, coerce(f.name, getattr(self, f.name), hints[f.name]))
+        for name in self.DISTINCT:
+            values = list(getattr(self, name) or ())
+            repeated = sorted({repr(v) for v in values if values.count(v) > 1})
+            if repeated:
+                raise ValueError(f"{name}={values!r} repeats {', '.join(repeated)}: each entry names "
+                                 "runs, and a repeated one would train the same runs again and "
+                                 "count them twice; list each once")
+        threads = getattr(self, "threads", None)
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
+                                    or threads < 1):
+            raise ValueError(f"threads={threads!r} must be a positive integer (torch threads per "
+                             "notebook) or None ($RT_THREADS, else 1)")
         self.check()
 
     def check(self) -> None:
@@ -192,6 +208,23 @@ def plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: plain(v) for k, v in value.items()}
     return value
+
+
+def memory_bytes() -> int:
+    """This machine's physical memory in bytes (0 where the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def check_fits_in_memory(name: str, value: Any, nbytes: float, what: str) -> None:
+    """Refuse a setting whose data alone (``nbytes``, ``what`` says which) would take more than
+    half this machine's memory, before anything is built: naming the parameter."""
+    total = memory_bytes()
+    if total and nbytes > total / 2:
+        raise ValueError(f"{name}={value!r} is too large for this machine: {what} alone would take "
+                         f"about {nbytes / 2**30:,.1f} GiB of its {total / 2**30:,.0f} GiB")
 
 
 def check_positive_ints(name: str, values: Any) -> None:

@@ -63,6 +63,15 @@ CASES = [
     ("14", "space", {"colour": [1, 2]}, ""),
     ("15", "widths", [0], ""),
     ("15", "variants", ["collatz"], "miiii"),
+    # as people type them: a repeated entry would train one seed twice and count it as two
+    ("01", "widths", [256, 256, 256], "repeats 256"),
+    ("02", "models", ["random transformer", "random transformer"], "repeats"),
+    ("11", "extra_seeds", [1, 1], "repeats 1"),
+    ("11", "extra_seeds", [0, 1], "would count twice"),
+    ("01", "threads", 0, "positive integer"),  # refused before anything starts, not 40 s in
+    ("11", "threads", -2, "positive integer"),
+    ("11", "p", 100003, "too large for this machine"),  # before its p^2 numbers are made
+    ("01", "p", 1000003, "too large for this machine"),
 ]
 
 
@@ -85,3 +94,24 @@ def test_every_notebook_has_bad_input_cases_and_a_validator():
 
 def test_defaults_of_every_notebook_pass_their_validator():
     assert len(runner.plan("cpu", None, {})) == len(runner.available_notebooks())
+
+
+@pytest.mark.parametrize("typed", ["widths=[16,", "p=[1", "x=!!python/object/apply:os.system ['true']"])
+def test_malformed_yaml_in_set_is_one_line_naming_the_parameter(typed, capsys):
+    assert runner.main(["--only", "01", "--set", typed]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith(f"run_all.sh: error: --set {typed.partition('=')[0]}=") and "not a YAML value" in err
+
+
+def test_a_relative_rt_results_is_relative_to_where_the_command_was_typed(tmp_path):
+    import os
+    import subprocess
+
+    from rt_lib.runtime.io import PROJECT_ROOT
+
+    env = {**os.environ, "RT_RESULTS": "mine/results"}
+    out = subprocess.run(["bash", str(PROJECT_ROOT / "run_all.sh"), "--list"], cwd=tmp_path,
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert f"runs of the cpu profile ({tmp_path / 'mine' / 'results'}): none" in out.stdout
