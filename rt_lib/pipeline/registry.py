@@ -47,12 +47,22 @@ def runs(root: Path | None = None) -> list[dict[str, Any]]:
     damaged run does not hide the others)."""
     from rt_lib.claims import ledger as claims
 
+    from rt_lib.runtime.manifest import Manifest
+
     root = root or results_root()
+    manifest = Manifest(root)
     out = []
     for folder in sorted(p for p in root.glob("[0-9][0-9]_*") if p.is_dir()):
         run = {"folder": folder.name, "exploration": "+" in folder.name, "changes": {},
                "claims": None, "damaged": None,
                "failed": next((str(f) for f in sorted(folder.glob("*.failed.ipynb"))), None)}
+        # its files as the manifest recorded them, before its claims are counted: a claims.csv
+        # edited or cut since is no run's outcome
+        changed = manifest.files_problem(folder.name)
+        if changed is not None:
+            out.append(run | {"damaged": f"{changed} (the manifest's record of {folder.name}); "
+                                         f"./run_all.sh reruns it"})
+            continue
         try:
             if (folder / PARAMETERS_FILE).exists():
                 run["changes"] = read_yaml_result(folder / PARAMETERS_FILE).get("changes", {})

@@ -178,7 +178,13 @@ class Manifest:
             return "not run yet"
         if entry.key != key:
             return "its inputs changed"
-        for rel, info in entry.files.items():
+        return self.files_problem(name)
+
+    def files_problem(self, name: str) -> str | None:
+        """None if every file ``name``'s entry records is on disk as recorded (or it has no
+        entry); else which one is not."""
+        entry = self.entries.get(name)
+        for rel, info in (entry.files.items() if entry is not None else ()):
             path = self.root / rel
             if not path.is_file():
                 return f"{rel} is missing"

@@ -232,3 +232,23 @@ def test_ci_forces_one_thread_and_the_recorded_cpu_kernels(tmp_path):
     ci = (PROJECT_ROOT / ".ci" / "run").read_text().splitlines()
     steps = [line.split("#")[0].strip() for line in ci]
     assert steps.index("source scripts/ci_env.sh") < steps.index("exec ./run_tests.sh")
+
+
+def test_list_checks_result_files_against_the_manifest_before_counting_claims(tmp_path):
+    """A claims.csv edited (or cut short) after its run is no run's outcome: --list reports the
+    folder as damaged, naming the file, instead of counting its claims."""
+    from rt_lib.claims.ledger import Claims
+    from rt_lib.pipeline.registry import runs
+    from rt_lib.runtime.manifest import Manifest
+
+    folder = tmp_path / "01_modular_addition"
+    record = Claims(folder, strict=False)
+    record.check("rt-t1-modular", "1.000", False)
+    manifest = Manifest(tmp_path)
+    manifest.record("01_modular_addition", "k" * 64, "cpu", {}, folder, 1.0)
+    assert runs(tmp_path)[0]["claims"] == "0/1" and runs(tmp_path)[0]["damaged"] is None
+    text = (folder / "claims.csv").read_text()
+    (folder / "claims.csv").write_text(text.replace("fails", "holds"))  # edited by hand
+    (got,) = runs(tmp_path)
+    assert got["claims"] is None
+    assert "01_modular_addition/claims.csv does not match its recorded hash" in got["damaged"]
