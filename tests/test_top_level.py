@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-ENTRIES = {".ci", ".gitignore", "README.md", "benchmarks", "configs", "conftest.py", "docs",
+ENTRIES = {".ci", ".gitignore", "CITATION.cff", "README.md", "benchmarks", "configs", "conftest.py", "docs",
            "environment.yml", "evidence", "notebooks", "pyproject.toml", "requirements.txt",
            "results", "rt_lib", "run_all.sh", "run_tests.sh", "scripts", "tests"}
 
