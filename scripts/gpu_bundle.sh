@@ -21,6 +21,9 @@
 set -euo pipefail
 
 usage() { sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+# sha256 over rt_lib's sources and the notebooks (paths and bytes): what a job runs
+sources_digest() { find rt_lib notebooks -type f \( -name '*.py' -o -name '*.yaml' -o -name '*.ipynb' \) \
+  -not -path '*/__pycache__/*' | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -d' ' -f1; }
 die() { echo "gpu_bundle: error: $*" >&2; exit 1; }
 
 cd "$(dirname "$0")/.."
@@ -36,6 +39,17 @@ while [ $# -gt 0 ]; do
   esac
 done
 [[ "$pyver" =~ ^3\.[0-9]+$ ]] || die "--python-version must be like 3.12, got '$pyver'"
+# +dirty when tracked files differ from HEAD: the job runs this working tree, not the commit.
+# Only the project's own repository names it: a copy of the project inside another repository
+# (whose HEAD is not this project's) gets "unknown".
+commit=unknown
+if top=$(git rev-parse --show-toplevel 2>/dev/null) && [ "$(realpath "$top")" = "$(realpath .)" ] \
+   && commit=$(git rev-parse HEAD 2>/dev/null); then
+  [ -z "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] || commit="$commit+dirty"
+elif [ -n "${top:-}" ]; then
+  echo "gpu_bundle: warning: the git repository here ($top) is not this project's: commit unknown" >&2
+  commit=unknown
+fi
 MAX_MIB=16
 
 # The runner's packages, pinned as requirements.txt pins them.
@@ -72,13 +86,9 @@ for wheel in "$tmp"/all/*.whl; do
   cp "$wheel" "$dir.tmp/"
   kept=$((kept + 1))
 done
-# +dirty when tracked files differ from HEAD: the job runs this working tree, not the commit
-if commit=$(git rev-parse HEAD 2>/dev/null); then
-  [ -z "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] || commit="$commit+dirty"
-else
-  commit=unknown
-fi
 echo "$commit" > "$dir.tmp/COMMIT"
+# the sources the bundle was made beside: a job refuses a bundle made for other ones
+sources_digest > "$dir.tmp/SOURCES"
 echo "$pyver" > "$dir.tmp/PYTHON"
 size=$(du -sk "$dir.tmp" | cut -f1)
 if [ "$size" -gt $((MAX_MIB * 1024)) ]; then

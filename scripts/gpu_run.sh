@@ -5,7 +5,8 @@
 #
 #   NN,...       the chunk's notebooks (./run_all.sh --list --profile gpu prints the chunks)
 #   --smoke      the GPU profile's smoke test, on the CPU (to try this script anywhere)
-#   --minutes M  stop cleanly before M minutes (default 9), mid-run checkpoints kept
+#   --minutes M  stop cleanly before M minutes (default 8: with install and packing, one chunk in
+#                one 10-minute command), mid-run checkpoints kept
 #   --resume T   go on from the checkpoints of a job its deadline cut (its checkpoints.tgz.*)
 #
 # From the repository root, with whatever python3 is on PATH (it must have torch): installs
@@ -25,7 +26,7 @@ die() { echo "gpu_run: error: $*" >&2; exit 2; }
 
 cd "$(dirname "$0")/.."
 smoke=0
-minutes=9
+minutes=8
 resume=""
 only=""
 while [ $# -gt 0 ]; do
@@ -44,6 +45,15 @@ files=${RT_GPU_FILES:-8}  # how many files come back from a job: 8 on the projec
 [[ "$files" =~ ^[0-9]+$ ]] && [ "$files" -ge 3 ] || die "RT_GPU_FILES must be 3 or more (the log, the evidence, a part), got '$files'"
 bundle=${RT_GPU_BUNDLE:-.gpu_bundle}  # another folder of wheels: the tests make one for this Python
 [ -d "$bundle" ] || die "no $bundle/: make it online with scripts/gpu_bundle.sh --python-version X.Y and carry it"
+# a bundle made for another Python, or beside other sources, is refused before anything installs
+want_py=$(cat "$bundle/PYTHON" 2>/dev/null || echo "?")
+have_py=$(python3 -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
+[ "$want_py" = "$have_py" ] || die "$bundle/ was made for Python $want_py, this python3 is $have_py: remake it with scripts/gpu_bundle.sh --python-version $have_py"
+if [ -f "$bundle/SOURCES" ]; then
+  here=$(find rt_lib notebooks -type f \( -name '*.py' -o -name '*.yaml' -o -name '*.ipynb' \) \
+    -not -path '*/__pycache__/*' | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -d' ' -f1)
+  [ "$here" = "$(cat "$bundle/SOURCES")" ] || die "$bundle/ was made beside other sources than these (an older commit, commit $(cut -c1-12 "$bundle/COMMIT" 2>/dev/null)): remake it with scripts/gpu_bundle.sh here, so that the evidence names the commit that ran"
+fi
 
 out=${OUT:-gpu_out}
 mkdir -p "$out"

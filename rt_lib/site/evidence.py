@@ -455,6 +455,22 @@ def _mkdir(path: Path) -> Path:
     return path
 
 
+def known_commit(commit: str, repo: Path = PROJECT_ROOT) -> bool:
+    """Whether ``commit`` names a commit of the project's repository (True where there is no
+    repository to ask: nothing to check against)."""
+    import subprocess
+
+    if not (repo / ".git").exists():
+        return True
+    if not commit or commit == "unknown":
+        return False
+    try:
+        return subprocess.run(["git", "cat-file", "-e", f"{commit}^{{commit}}"], cwd=repo,
+                              capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return True
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rt_lib.site.evidence",
                                      description=__doc__.split("\n\n")[0])
@@ -497,6 +513,12 @@ def main(argv: list[str] | None = None) -> int:
             run = read_kept(target)
             print(f"imported {shown(target)}: {run.label}, commit {run.commit}, "
                   f"{len(run.claims)} notebook(s); commit it with git add {shown(target)}")
+            commit = str(run.provenance.get("commit", "")).partition("+")[0]
+            if not known_commit(commit):
+                print(f"rt_lib.site.evidence: warning: {shown(target)} names commit "
+                      f"{commit or 'none'}, which is not in this repository: its provenance may "
+                      "name another repository's HEAD (check scripts/gpu_bundle.sh's COMMIT)",
+                      file=sys.stderr)
         return 0
     try:
         target = keep(args.profile, args.results, args.evidence_dir, args.command,
