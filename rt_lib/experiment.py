@@ -73,9 +73,9 @@ def _reduction(params: Params) -> Any:
     try:
         return params.smaller_than_paper()
     except NotImplementedError:
-        from rt_lib.claims.ledger import _RUN
+        from rt_lib.claims.ledger import RUN_TASK
 
-        return _RUN
+        return RUN_TASK
 
 
 @dataclass(frozen=True)

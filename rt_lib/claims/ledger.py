@@ -51,7 +51,7 @@ OURS = "ours"  # the source of a claim beyond both papers
 #: counted at the paper's scale).
 PAPER_TASK, REDUCED_TASK, UNKNOWN_TASK = "paper", "reduced", "unknown"
 TASK_SIZES = (PAPER_TASK, REDUCED_TASK, UNKNOWN_TASK)
-_RUN = object()  # a claim on the run's own task (Claims.reduced)
+RUN_TASK = object()  # a claim on the run's own task (Claims.reduced)
 
 
 class ClaimsFailed(AssertionError):
@@ -151,7 +151,7 @@ class Claims:
 
     def __init__(self, folder: Path, strict: bool, notebook: str = "",
                  not_shown: dict[str, str] | None = None,
-                 declared_in: str = "not_shown_on_cpu", reduced: str | None | object = _RUN) -> None:
+                 declared_in: str = "not_shown_on_cpu", reduced: str | None | object = RUN_TASK) -> None:
         self.path = Path(folder) / FILENAME
         # how the run's task is smaller than the paper's (None: it is the paper's; left out: not
         # said, "unknown"); a claim about another task says its own (check's ``reduced``)
@@ -165,8 +165,8 @@ class Claims:
 
     def _size(self, reduced: str | None | object) -> tuple[str, str]:
         """(task_size, reduction) of a claim: ``reduced`` as given, else the run's."""
-        reduced = self.reduced if reduced is _RUN else reduced
-        if reduced is _RUN:
+        reduced = self.reduced if reduced is RUN_TASK else reduced
+        if reduced is RUN_TASK:
             return UNKNOWN_TASK, ""
         return (PAPER_TASK, "") if reduced is None else (REDUCED_TASK, str(reduced))
 
@@ -196,7 +196,7 @@ class Claims:
         return status, verdict.margin, scale, reason if status == NOT_SHOWN else ""
 
     def check(self, id: str, measured: str, verdict: Verdict | bool, scale: str = "",
-              reduced: str | None | object = _RUN) -> Claim:
+              reduced: str | None | object = RUN_TASK) -> Claim:
         """Record ledger claim ``id``: ``measured`` says what this run measured; the verdict's
         margin is appended to it; ``scale`` names the scale expected to show it; ``reduced``:
         how the task it was measured on is smaller than the paper's (None: the paper's task;
@@ -214,7 +214,7 @@ class Claims:
         return self._record(Claim(id, entry.citation, entry.value, text, status, scale,
                                   reason=reason, task_size=size, reduction=reduction))
 
-    def not_checked(self, id: str, why: str, reduced: str | None | object = _RUN) -> Claim:
+    def not_checked(self, id: str, why: str, reduced: str | None | object = RUN_TASK) -> Claim:
         """Record ledger claim ``id`` as not checked, saying why."""
         if id not in ledger():
             raise ValueError(f"claim {id!r} is not in the ledger ({LEDGER.name})")
@@ -224,7 +224,7 @@ class Claims:
                                   task_size=size, reduction=reduction))
 
     def ours(self, id: str, statement: str, measured: str, verdict: Verdict | bool,
-             scale: str = "", reduced: str | None | object = _RUN) -> Claim:
+             scale: str = "", reduced: str | None | object = RUN_TASK) -> Claim:
         """Record a claim of our own (beyond the papers, or a stand-in for one of theirs):
         counted apart from the papers' claims."""
         if id in ledger():

@@ -77,7 +77,8 @@ class ImitationParams(GridParams):
             raise ValueError("batch_size must be set: imitation draws an endless stream")
 
     def smaller_than_paper(self) -> str | None:
-        # the authors' targets read 40 tokens of a 512-token vocabulary (docs/papers.md)
+        # the authors' targets read 40 tokens of a 512-token vocabulary
+        # (docs/papers.md, random transformers: the authors' code beyond the text)
         said = ([] if self.d_vocab >= 512 else [f"vocabulary {self.d_vocab} of 512"]) + (
             [] if self.n_ctx >= 40 else [f"{self.n_ctx} of 40 positions"])
         return ", ".join(said) or None

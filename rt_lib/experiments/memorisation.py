@@ -53,7 +53,7 @@ class MemorisationParams(GridParams):
                              "'random transformer' and 'trained transformer'")
 
     def smaller_than_paper(self) -> str | None:
-        # the paper memorises labels of n = 512 (§5, Table 3; docs/papers.md)
+        # the paper memorises labels of n = 512 (Table 3; docs/papers.md, random transformers: tasks)
         return None if self.n >= 512 else f"n = {self.n} of 512"
 
     def task(self) -> MemorisationTask:

@@ -189,7 +189,7 @@ class MiiiiParams(Params):
         Grokfast(self.grokfast_alpha, self.grokfast_lambda, self.grokfast_init)
 
     def smaller_than_paper(self) -> str | None:
-        # the paper's p = 113: 29 heads, every prime below it (§2; docs/papers.md, miiii)
+        # the paper's p = 113: 29 heads, every prime below it (docs/papers.md, miiii: model and task)
         return None if self.p >= PAPER_P else f"p = {self.p} of {PAPER_P}"
 
     def task(self, variant: str) -> MultiPrimeTask:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rt_lib.claims.ledger import Claim, Claims
+from rt_lib.claims.ledger import RUN_TASK, Claim, Claims
 from rt_lib.claims.verdicts import Verdict, reaches
 
 
@@ -51,17 +51,17 @@ def per_restart(metrics: pd.DataFrame, model: str, width: int, metric: str) -> l
 
 
 def check_on_paper_task(claims: Claims, id: str, measured: str, verdict: Verdict | bool,
-                        scale: str = "", reduced: str | None = None) -> Claim:
+                        scale: str = "", reduced: str | None | object = RUN_TASK) -> Claim:
     """Record ledger claim ``id`` from ``measured`` and ``verdict``, on the task it was measured
-    on: the paper's (``reduced`` None) or a reduced one, whose reduction (``p = 59 of 97``) the
-    claim then carries, keeping its id and its measured status, never counted at the paper's
+    on: the paper's (``reduced`` None), a reduced one, whose reduction (``p = 59 of 97``) the
+    claim then carries, or, left out, the run's own (``Claims.reduced``), keeping its id and its measured status, never counted at the paper's
     scale (rt_lib.claims.ledger, task sizes)."""
     return claims.check(id, measured, verdict, scale=scale, reduced=reduced)
 
 
 def check_solves(claims: Claims, id: str, metrics: pd.DataFrame, metric: str, task: str,
                  threshold: float = 0.99, scale: str = "",
-                 reduced: str | None = None) -> Claim:
+                 reduced: str | None | object = RUN_TASK) -> Claim:
     """Record ledger claim ``id`` "a random transformer solves ``task``" (Table 1: the median
     over restarts at the widest width): the random transformer's ``metric`` per restart, on the
     task as it ran (``reduced``: how it is smaller than the paper's; :func:`check_on_paper_task`)."""

@@ -143,7 +143,7 @@ class TinyStoriesParams(GridParams):
         return cached_tokenizer((stories or self.stories()).train, self.vocab_size)
 
     def smaller_than_paper(self) -> str | None:
-        # the paper trains on all of TinyStories with 512-token windows (§6; docs/papers.md)
+        # the paper trains on all of TinyStories with 512-token windows (docs/papers.md, random transformers: tasks)
         said = ([] if self.n_ctx >= 512 else [f"{self.n_ctx} of 512 tokens a window"]) + (
             [] if self.from_hub and self.max_stories is None else ["an excerpt of TinyStories"])
         return ", ".join(said) or None

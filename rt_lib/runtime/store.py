@@ -39,7 +39,7 @@ from typing import Any
 
 from rt_lib.runtime.io import sha256_file
 
-CACHE_ENV = "RT_CACHE"  # the store's folder; "off" (or "0", "none", "") turns it off
+CACHE_ENV = "RT_CACHE"  # the store's folder (unset or empty: the default); "off" turns it off
 MAX_ENV = "RT_CACHE_MAX_GIB"  # size cap in GiB (default 5)
 SESSION_ENV = "RT_CACHE_SESSION"  # a tag on every event: the test command counts its own
 DEFAULT_ROOT = Path("~/.cache/rt-companion/runs")
@@ -55,10 +55,10 @@ class StoreError(ValueError):
 
 def root_from_env() -> Path | None:
     """The store's folder as ``$RT_CACHE`` says, None when it is off."""
-    raw = os.environ.get(CACHE_ENV)
-    if raw is None:
+    raw = (os.environ.get(CACHE_ENV) or "").strip()
+    if not raw:  # unset or empty: the default folder
         return DEFAULT_ROOT.expanduser()
-    if raw.strip().lower() in OFF or not raw.strip():
+    if raw.lower() in OFF:
         return None
     return Path(raw).expanduser().resolve()
 

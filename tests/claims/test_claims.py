@@ -384,3 +384,19 @@ def test_every_experiment_says_its_task_size(monkeypatch):
     from rt_lib.runtime.params import Params
     for name, experiment in registry().items():
         assert experiment.params.smaller_than_paper is not Params.smaller_than_paper, name
+
+
+def test_decimal_additions_claim_carries_the_runs_digits(tmp_path):
+    """Decimal addition's claim, checked by the notebook's own call of check_solves, is on the
+    run's task: 3 digits are a reduced task, never the paper's 10 (as 3 and 5 counted before)."""
+    from rt_lib.experiments.decimal_addition import DecimalParams
+    from rt_lib.experiments.reporting import check_solves
+
+    metrics = pd.DataFrame({"model": "random transformer", "width": 512, "restart": range(3),
+                            "test_exact": [1.0, 1.0, 1.0]})
+    for digits, size in ((3, ("reduced", "3 of 10 digits")), (5, ("reduced", "5 of 10 digits")),
+                         (10, ("paper", ""))):
+        record = Claims(tmp_path / str(digits), strict=False, notebook="03_decimal_addition",
+                        reduced=DecimalParams(n_digits=digits).smaller_than_paper())
+        claim = check_solves(record, "rt-t1-decimal", metrics, "test_exact", "decimal addition")
+        assert (claim.status, claim.task_size, claim.reduction) == ("holds", *size)

@@ -171,6 +171,8 @@ def test_the_store_is_off_with_rt_cache_off(monkeypatch, tmp_path):
     assert run_store.current().root == tmp_path / "s"
     monkeypatch.delenv("RT_CACHE")
     assert run_store.current().root == Path("~/.cache/rt-companion/runs").expanduser()
+    monkeypatch.setenv("RT_CACHE", "")  # empty is unset: the default, not off
+    assert run_store.current().root == Path("~/.cache/rt-companion/runs").expanduser()
     monkeypatch.setenv("RT_CACHE_MAX_GIB", "lots")
     with pytest.raises(run_store.StoreError, match="RT_CACHE_MAX_GIB"):
         run_store.current()
