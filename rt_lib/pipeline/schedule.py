@@ -219,11 +219,11 @@ def run_jobs(jobs: list[Job], outputs: dict[str, Path], n_jobs: int, log_output:
                         continue
                     print(f"==> {folder}: {reason}", flush=True)
                 expected[name] = expected_seconds(by_name[name], manifest, profile)
-                # the last good results, put back if this run fails or is stopped
-                kept[name] = (keep_previous(by_name[name].output_dir),
-                              manifest.entries.get(folder) if manifest is not None else None)
+                entry = manifest.entries.get(folder) if manifest is not None else None
                 if manifest is not None:
                     manifest.forget(folder)
+                # the last good results, put back if this run fails or is stopped
+                kept[name] = (keep_previous(by_name[name].output_dir), entry)
                 proc = ctx.Process(target=_child, name=name,
                                    args=(by_name[name], outputs[name], log_output, os.getpid(),
                                          k, profile, executor))
@@ -252,10 +252,11 @@ def run_jobs(jobs: list[Job], outputs: dict[str, Path], n_jobs: int, log_output:
                 out.done.append((name, time.perf_counter() - start))
                 job = by_name[name]
                 shutil.rmtree(job.output_dir / RESUME, ignore_errors=True)  # finished: not needed
+                # finished: its new results replace the ones set aside, recorded or not
+                drop_previous(kept.pop(name, (None, None))[0])
                 if manifest is not None:
                     manifest.record(job.folder, k, profile, job.parameters, job.output_dir,
                                     out.done[-1][1])
-                drop_previous(kept.pop(name, (None, None))[0])
                 print(f"    {name} done in {out.done[-1][1]:.0f} s "
                       f"({len(finished)}/{len(by_name)}) -> {job.output_dir}", flush=True)
     finally:
@@ -292,10 +293,13 @@ def keep_previous(folder: Path) -> Path | None:
     if not folder.is_dir() or not any(p.name != RESUME for p in folder.iterdir()):
         return None
     aside = folder.parent / PREVIOUS / folder.name
-    shutil.rmtree(aside, ignore_errors=True)
+    partial = aside.with_name(aside.name + ".partial")  # never put back: a copy cut short
+    for old in (aside, partial):
+        shutil.rmtree(old, ignore_errors=True)
     aside.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(folder, aside, copy_function=_link_or_copy,
+    shutil.copytree(folder, partial, copy_function=_link_or_copy,
                     ignore=lambda d, names: [RESUME] if Path(d) == folder else [])
+    os.replace(partial, aside)
     return aside
 
 
@@ -339,7 +343,7 @@ def restore_leftovers(root: Path, manifest: Manifest) -> list[str]:
     rerun did not finish (its manifest entry is gone), dropped where it did."""
     back = []
     for aside in sorted((root / PREVIOUS).glob("*")) if (root / PREVIOUS).is_dir() else []:
-        if aside.name in manifest.entries:
+        if aside.name.endswith(".partial") or aside.name in manifest.entries:
             shutil.rmtree(aside, ignore_errors=True)
         else:
             put_back(root / aside.name, aside)

@@ -98,7 +98,8 @@ def test_an_exploration_run_leaves_the_profile_byte_for_byte_and_reports_its_cla
     # a claim that fails in an exploration run is reported, and the run finishes
     assert explored.returncode == 0, explored.stderr
     assert "claims of our own (2, counted apart): 0 holds, 2 fails" in explored.stdout
-    assert "01_modular_addition+lr=0.02,p=61: fails (ours): p-is-59: p = 61" in explored.stdout
+    assert ("01_modular_addition+lr=0.02,p=61: fails (ours): p-is-59 (reduced task: p = 61 of 97): "
+            "p = 61") in explored.stdout
     for name in ("01_modular_addition", "07_table1"):
         assert _snapshot(results / name) == before[name], name  # the profile's, untouched
     mine = results / "01_modular_addition+lr=0.02,p=61"
