@@ -288,7 +288,8 @@ def check_random_lstm(metrics: pd.DataFrame, rows: pd.DataFrame, claims: Claims,
     if not (metrics["model"] == "random LSTM").any():
         claims.not_checked("rt-t1-random-lstm", "the random LSTM is not among the models 01-04 "
                            "trained in this profile (--set 'models=[random transformer, trained "
-                           "transformer, trained LSTM, random LSTM]' adds it)")
+                           "transformer, trained LSTM, random LSTM]' adds it)",
+                           reduced=_reduced(smaller, set(rows.task)))
         return
     parts, details, used = [], [], set()
     for task in SOURCES:

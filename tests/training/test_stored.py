@@ -4,8 +4,8 @@ damaged entry is retrained, never used."""
 
 import json
 import multiprocessing
+import os
 import shutil
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -185,7 +185,6 @@ def test_least_recently_used_entries_go_beyond_the_cap(tmp_path):
         f.write_bytes(bytes(1000))
         s.put(name * 64, {"checkpoint.pt": f})
         rec = s.entry_dir(name * 64) / "entry.json"
-        import os
         os.utime(rec, (1000 + i, 1000 + i))
     assert s.fetch("a" * 64, lambda n: tmp_path / "out" / n)  # a is used: now the newest
     s.max_bytes = 2 * 1000 + 1500  # room for two entries and their records
@@ -194,7 +193,6 @@ def test_least_recently_used_entries_go_beyond_the_cap(tmp_path):
 
 
 def _train_in_process(folder, out):
-    import os
     os.environ["RT_CACHE"] = folder
     os.environ["RT_CACHE_SESSION"] = "test"
     torch.set_num_threads(1)
