@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-
 #: What a test marked ``long`` takes on one worker, for its place in the hand-out order (the
 #: paper-profile smoke run beside a notebook: docs/measurements.md has its time).
 LONG_TEST_SECONDS = 900.0

@@ -45,11 +45,14 @@ pytest=(.venv/bin/python -m pytest --nbval-current-env --nbval-sanitize-with tes
 if [ $# -gt 0 ]; then  # the caller picks the tests
   exec "${pytest[@]}" tests notebooks --nbval -n "$jobs" --dist loadscope --no-loadscope-reorder "$@"
 fi
+# Lint and import order first (pyproject.toml [tool.ruff]): seconds, and a red line names the file.
+status=0
+echo "ruff check (lint and import order):"
+.venv/bin/ruff check --no-cache . || status=$?
 # Everything but the browser tests side by side, then the browser tests alone: starved of CPU
 # beside a training notebook, JupyterLab at times loses its kernel or asks for one.
-status=0
 "${pytest[@]}" tests notebooks --nbval --ignore tests/site/test_browser.py \
-  -n "$jobs" --dist loadscope --no-loadscope-reorder || status=$?
+  -n "$jobs" --dist loadscope --no-loadscope-reorder || status=$(( status ? status : $? ))
 "${pytest[@]}" tests/site/test_browser.py || status=$(( status ? status : $? ))
 .venv/bin/python -m rt_lib.runtime.store --session "$RT_CACHE_SESSION"  # loaded and trained here
 exit "$status"

@@ -34,9 +34,9 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from rt_lib.training.footprint import peak_resident_bytes, resident_bytes
 from rt_lib.runtime.io import results_dir
 from rt_lib.runtime.seeding import set_threads
+from rt_lib.training.footprint import peak_resident_bytes, resident_bytes
 from rt_lib.training.train import TrainConfig, make_optimizer, resolve_device, train_step
 
 HERE = Path(__file__).resolve().parent
@@ -88,11 +88,18 @@ def _miiii_cases(label: str, params, variants=None, lamb=None) -> dict[str, Call
 
 
 def cpu_cases() -> dict[str, Callable[[], Setup]]:
-    from rt_lib.experiments import (circuit_imitation, decimal_addition, embedding_ablations,
-                                    memorisation, modular_addition, needle_in_a_haystack,
-                                    parentheses, tinystories)
-    from rt_lib.experiments.miiii_training import MiiiiParams
+    from rt_lib.experiments import (
+        circuit_imitation,
+        decimal_addition,
+        embedding_ablations,
+        memorisation,
+        modular_addition,
+        needle_in_a_haystack,
+        parentheses,
+        tinystories,
+    )
     from rt_lib.experiments.miiii_search import SearchParams
+    from rt_lib.experiments.miiii_training import MiiiiParams
     from rt_lib.experiments.random_miiii import RandomMiiiiParams
 
     cases = {}
@@ -315,8 +322,8 @@ def restart_cases() -> dict[str, tuple[Callable, int | None]]:
 def bench_restarts(args, n: int = 10, steps: int = 6) -> list[dict]:
     """Sequential (n models, one after another) vs batched (one stacked model) optimiser steps,
     timed in steady state (after 2 warm-up steps), same batches, one process."""
-    from rt_lib.training.batched import BatchedRestarts
     from rt_lib.model import build_model
+    from rt_lib.training.batched import BatchedRestarts
 
     set_threads(args.threads)
     rows = []
@@ -330,7 +337,7 @@ def bench_restarts(args, n: int = 10, steps: int = 6) -> list[dict]:
         from rt_lib.runtime.seeding import derive
         seeds = [derive(c.seed, "batches") for c in cfgs]
 
-        def sequential(step: int) -> None:
+        def sequential(step: int, models=models, opts=opts, cfgs=cfgs, seeds=seeds, task=task) -> None:
             for m, o, c, s in zip(models, opts, cfgs, seeds):
                 x, y = task.get_batch(step, c.batch_size, s)
                 train_step(m, task, o, x, y, c, None, step)

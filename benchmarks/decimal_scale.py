@@ -65,7 +65,7 @@ import queue  # noqa: E402
 import sys  # noqa: E402
 import threading  # noqa: E402
 from dataclasses import replace  # noqa: E402
-from datetime import datetime, timezone  # noqa: E402
+from datetime import UTC, datetime  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pandas as pd  # noqa: E402
@@ -81,8 +81,17 @@ from rt_lib.experiments.decimal_addition import digit_accuracy  # noqa: E402
 from rt_lib.model import build_model, count_params  # noqa: E402
 from rt_lib.runtime.seeding import derive  # noqa: E402
 from rt_lib.tasks import DecimalAddition  # noqa: E402
-from rt_lib.training.train import (TrainConfig, eval_due, evaluate, lr_lambda, make_optimizer,  # noqa: E402
-                          prepare, resolve_device, train, train_step)
+from rt_lib.training.train import (  # noqa: E402
+    TrainConfig,
+    eval_due,
+    evaluate,
+    lr_lambda,
+    make_optimizer,
+    prepare,
+    resolve_device,
+    train,
+    train_step,
+)
 
 PAPER_CONFIG = ROOT / "configs" / "paper" / "03_decimal_addition.yaml"
 RANDOM, TRAINED, LSTM = "random transformer", "trained transformer", "trained LSTM"
@@ -513,7 +522,7 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
               f"steps {g.steps_done.min()}-{g.steps_done.max()}")
     for r in done.itertuples():
         print(f"  {r.model} d={r.width} #{r.restart} digit_acc {r.digit_acc}")
-    print(f"wrote {out} and {hist_path} ({datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC)")
+    print(f"wrote {out} and {hist_path} ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC)")
     return frame
 
 

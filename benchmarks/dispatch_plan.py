@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import sys
 
-from rt_lib.pipeline.registry import registry
 from rt_lib.pipeline.plan import available_notebooks, recorded_seconds, schedule
+from rt_lib.pipeline.registry import registry
 
 
 def main(argv: list[str]) -> None:

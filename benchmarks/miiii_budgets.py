@@ -32,10 +32,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from rt_lib.claims.verdicts import larger
 from rt_lib.experiments.miiii_training import MiiiiParams
 from rt_lib.runtime.params import coerce, load_value
 from rt_lib.training.train import train
-from rt_lib.claims.verdicts import larger
 
 #: run name -> (variant, overrides of MiiiiParams, grokfast on)
 RUNS: dict[str, tuple[str, dict[str, typing.Any], bool]] = {

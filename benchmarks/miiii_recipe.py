@@ -72,7 +72,8 @@ def one_run(values: dict[str, typing.Any], seed: int) -> dict[str, typing.Any]:
     h = train(params.model(task), task, config, grad_hook=params.grokfast(params.grokfast_lambda)).history
     seconds = time.perf_counter() - start
     steps = h["step"].astype(int).tolist()
-    row: dict[str, typing.Any] = {"seed": seed, "wall_s": round(seconds), "ms_per_epoch": round(1000 * seconds / params.epochs, 1)}
+    row: dict[str, typing.Any] = {"seed": seed, "wall_s": round(seconds),
+                                  "ms_per_epoch": round(1000 * seconds / params.epochs, 1)}
     # the training side, on which a recipe is chosen (never the validation split's numbers)
     row["final_train_loss"] = round(float(h["train_loss"].iloc[-1]), 4)
     row["final_train_acc"] = round(float(h["train_acc"].iloc[-1]), 3)

@@ -23,9 +23,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from rt_lib.training.footprint import (GPU_FP32_TFLOPS, matmul_rate, measured_hours, planning_table,
-                              profile_footprints)
 from rt_lib.pipeline.registry import profile_step_shapes
+from rt_lib.training.footprint import GPU_FP32_TFLOPS, matmul_rate, measured_hours, planning_table, profile_footprints
 
 #: GPU step times measured so far: rows with one get measured GPU-hours beside the estimates
 MEASURED = Path(__file__).with_name("gpu_step_times.yaml")

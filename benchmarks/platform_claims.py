@@ -28,9 +28,16 @@ import sys
 import time
 from pathlib import Path
 
+from rt_lib.claims.portable import (
+    claim_lines,
+    claim_problems,
+    claim_statuses,
+    notebook_differences,
+    numbers,
+    stream_texts,
+    tolerance_of,
+)
 from rt_lib.runtime.fingerprint import differences, fingerprint, recorded
-from rt_lib.claims.portable import (claim_lines, claim_problems, claim_statuses, notebook_differences,
-                             numbers, stream_texts, tolerance_of)
 
 ROOT = Path(__file__).resolve().parents[1]
 #: scripts/kernel_env.sh's settings: the recording's kernel path, which each path changes.

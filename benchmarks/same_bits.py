@@ -19,12 +19,12 @@ import hashlib
 import torch
 import torch.nn.functional as F
 
-from rt_lib.analysis import activations as analysis, fourier
-from rt_lib.model import LSTMConfig, TransformerConfig, build_model, miiii_config
+from rt_lib.analysis import activations as analysis
+from rt_lib.analysis import fourier
+from rt_lib.model import LSTMConfig, TransformerConfig, build_model, fast_paths, miiii_config
 from rt_lib.tasks.miiii import miiii_task
 from rt_lib.tasks.modular import modular_addition
 from rt_lib.training.train import TrainConfig, make_optimizer, train_step
-from rt_lib.model import fast_paths
 
 #: the forward train_step runs for a task scored at every position (at commits before
 #: fast_paths.logits existed, the model's own forward was that)

@@ -26,9 +26,8 @@ import time
 import torch
 from torch.func import functional_call, stack_module_state, vmap
 
-from rt_lib.model import fast_paths
 from rt_lib.experiments.miiii_training import EXPERIMENT
-from rt_lib.model import build_model
+from rt_lib.model import build_model, fast_paths
 
 
 def main(argv: list[str]) -> None:

@@ -49,7 +49,7 @@ def one_lr(lr: float, widths: list[int], restarts: int, steps: int | None) -> pd
                                random_widths=(), lr=lr, restarts=restarts, **steps_set)
     result = run(params, save_models=False)
     rows = []
-    for (kind, width, restart), h in result.histories.items():
+    for (_kind, width, restart), h in result.histories.items():
         late = h[h["step"] > h["step"].max() / 2]
         rows.append({"lr": lr, "width": width, "restart": restart,
                      "train_loss_late": float(late["train_loss"].mean()),

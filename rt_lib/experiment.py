@@ -33,8 +33,8 @@ from typing import Any
 
 import yaml
 
-from rt_lib.runtime import context
 from rt_lib.claims.ledger import Claims
+from rt_lib.runtime import context
 from rt_lib.runtime.context import CONFIGS, DEFAULT_PROFILE, base_profile, is_smoke
 from rt_lib.runtime.io import PROJECT_ROOT, atomic_write_text, folder_of, results_root, use_folder
 from rt_lib.runtime.params import Params, parameters_cell, plain

@@ -15,9 +15,8 @@ import argparse
 import json
 import sys
 
-from rt_lib.runtime.io import atomic_write_text
-from rt_lib.runtime.io import available_notebooks
 from rt_lib.pipeline.registry import registry
+from rt_lib.runtime.io import atomic_write_text, available_notebooks
 
 
 def parameters_cell_of(notebook: dict) -> dict:

@@ -82,7 +82,7 @@ def needle_head_scores(patterns: Tensor, tokens: Tensor) -> dict[str, Tensor]:
     - ``value_to_marker``: attention from each value to the marker just before it;
     - ``query_to_value``: attention from the query to the value of the marker it asks for.
     """
-    from rt_lib.tasks.needle import MARKER_OFFSET, QUERY_OFFSET, MAX_KEYS
+    from rt_lib.tasks.needle import MARKER_OFFSET, MAX_KEYS, QUERY_OFFSET
 
     L, b, H = patterns.shape[:3]
     v2m = torch.zeros(L, H)
@@ -113,15 +113,15 @@ def mean_ablate_heads(model: Transformer, tokens: Tensor, heads: list[tuple[int,
         sums: dict[str, Tensor] = {}
         for batch in batches:
             _, clean = model.run_with_cache(batch, names, last_only=last_only)
-            for name in names:  # [h, t, k], summed in float64 over every batch
+            for name in names:  # [t, h, k], summed in float64 over every batch
                 sums[name] = sums.get(name, 0) + clean[name].double().sum(0)
         means = {name: (total / len(tokens)).to(clean[name].dtype) for name, total in sums.items()}
 
         def ablate(z: Tensor, hook) -> Tensor:
-            z = z.clone()  # [b, h, t, k]
+            z = z.clone()  # [b, t, h, k]: TransformerLens's layout
             for layer, head in heads:
                 if hook.name == f"blocks.{layer}.attn.hook_z":
-                    z[:, head] = means[hook.name][head]
+                    z[:, :, head] = means[hook.name][:, head]
             return z
 
         hooks = [(name, ablate) for name in names]

@@ -36,8 +36,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from rt_lib.runtime.io import damaged, read_csv_result, save_csv
 from rt_lib.claims.verdicts import CONTRARY, FAILS, HOLDS, NOT_CHECKED, NOT_SHOWN, REASONS, STATUSES, Verdict
+from rt_lib.runtime.io import damaged, read_csv_result, save_csv
 
 FILENAME = "claims.csv"
 LEDGER = Path(__file__).with_name("ledger.yaml")

@@ -15,13 +15,12 @@ from typing import Any, ClassVar
 import pandas as pd
 
 from rt_lib.claims.ledger import Claims
-from rt_lib.experiments.common import (GridParams, GridResult, grid_step_shapes,
-                                       train_grid)
+from rt_lib.claims.verdicts import BUDGET, HOLDS, NOT_SHOWN, Verdict, bool_verdict, every
 from rt_lib.experiment import Experiment
+from rt_lib.experiments.common import GridParams, GridResult, grid_step_shapes, train_grid
 from rt_lib.runtime.params import check_positive_ints
 from rt_lib.runtime.seeding import derive
 from rt_lib.tasks.imitation import CircuitImitation, imitation_target
-from rt_lib.claims.verdicts import BUDGET, HOLDS, NOT_SHOWN, Verdict, bool_verdict, every
 
 NAME = "10_circuit_imitation"
 

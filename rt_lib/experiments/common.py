@@ -19,14 +19,15 @@ import pandas as pd
 import yaml
 from torch import nn
 
-from rt_lib.training.batched import can_batch, train_batched
-from rt_lib.runtime.io import atomic_save_torch, atomic_write_text, load_torch, read_result, results_dir
-from rt_lib.jobs.executor import Job, current as current_executor, run_jobs
+from rt_lib.jobs.executor import Job, run_jobs
+from rt_lib.jobs.executor import current as current_executor
 from rt_lib.jobs.resume import resume_dir
 from rt_lib.model import LSTMConfig, TransformerConfig, build_model, count_params
+from rt_lib.runtime.io import atomic_save_torch, atomic_write_text, load_torch, read_result, results_dir
 from rt_lib.runtime.params import Params, check_positive_ints
 from rt_lib.runtime.seeding import derive
 from rt_lib.tasks.base import EvalCapped, Task
+from rt_lib.training.batched import can_batch, train_batched
 from rt_lib.training.stored import train_stored
 from rt_lib.training.train import TrainConfig, TrainResult
 
@@ -218,7 +219,7 @@ def grid_step_shapes(params: GridParams, task: Task | None = None,
 
 
 def run_task_grid(name: str, params: GridParams, save_models: bool = True,
-                  task: Task | None = None, also: Sequence[GridParams] = ()) -> "GridResult":
+                  task: Task | None = None, also: Sequence[GridParams] = ()) -> GridResult:
     """Build ``params``' task and train its grid; checkpoints under ``results/<name>/models``
     (replacing what an earlier run left there), each with the parameters that rebuild its task
     (``params.task()``, used by notebook 09).  ``task``: the task already built from ``params``

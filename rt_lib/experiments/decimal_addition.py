@@ -9,9 +9,8 @@ import pandas as pd
 import torch
 from torch import nn
 
-from rt_lib.experiments.common import (GridResult, StreamGridParams, grid_step_shapes,
-                                       run_task_grid)
 from rt_lib.experiment import Experiment
+from rt_lib.experiments.common import GridResult, StreamGridParams, grid_step_shapes, run_task_grid
 from rt_lib.tasks import DecimalAddition
 from rt_lib.tasks.decimal import OUT_OFFSET, STOP
 

@@ -15,14 +15,13 @@ from typing import Any, ClassVar
 import pandas as pd
 
 from rt_lib.claims.ledger import Claims
+from rt_lib.claims.verdicts import BUDGET, CONTRARY, FAILS, HOLDS, MIN_RUNS, NOT_SHOWN, RUNS, Verdict, every
+from rt_lib.experiment import Experiment
 from rt_lib.experiments import decimal_addition, modular_addition, needle_in_a_haystack, parentheses
 from rt_lib.experiments.common import MODEL_KINDS, GridParams, GridResult
-from rt_lib.experiment import Experiment
-from rt_lib.runtime.context import DEFAULT_PROFILE, SMOKE, available_profiles, base_profile, is_smoke
 from rt_lib.experiments.table1 import SOURCES as TABLE1_SOURCES
+from rt_lib.runtime.context import DEFAULT_PROFILE, SMOKE, available_profiles, base_profile, is_smoke
 from rt_lib.runtime.params import Params, check_positive_ints
-from rt_lib.claims.verdicts import (BUDGET, CONTRARY, FAILS, HOLDS, MIN_RUNS, NOT_SHOWN, RUNS, Verdict,
-                             every)
 
 NAME = "06_embedding_ablations"
 

@@ -9,13 +9,11 @@ from typing import Any, ClassVar, Literal
 import pandas as pd
 
 from rt_lib.claims.ledger import Claims
-from rt_lib.experiments.common import (GridParams, GridResult, grid_step_shapes,
-                                       run_task_grid)
-from rt_lib.experiments.reporting import per_restart
+from rt_lib.claims.verdicts import MIN_RUNS, NOT_SHOWN, RUNS, Verdict, beyond_noise, bool_verdict, every, larger
 from rt_lib.experiment import Experiment
+from rt_lib.experiments.common import GridParams, GridResult, grid_step_shapes, run_task_grid
+from rt_lib.experiments.reporting import per_restart
 from rt_lib.tasks import MemorisationTask, bits_memorised, bits_net_of_chance, memorisation
-from rt_lib.claims.verdicts import (MIN_RUNS, NOT_SHOWN, RUNS, Verdict, beyond_noise, bool_verdict,
-                                    every, larger)
 
 NAME = "05_memorisation"
 
@@ -32,7 +30,7 @@ class MemorisationParams(GridParams):
     label_seed: int = 0  # the draw of the random labels
     # "authors": [x, n + y] read at y, vocabulary 2n (hdmemorize_exp.py); "equals": [x, n + y, '=']
     # read at '=', vocabulary 2n + 1 (rt_lib/tasks/random_labels.py)
-    layout: Literal["authors", "equals"] = "authors"  # authors: [x, n+y] read at y, vocab 2n; equals: [x, n+y, EQ] read at EQ
+    layout: Literal["authors", "equals"] = "authors"
     models: tuple[str, ...] = ("random transformer", "trained transformer")  # the two of Table 3
     widths: tuple[int, ...] = (48,)  # d_model (paper: 128)
     steps: int = 1500  # optimiser steps (375 epochs)

@@ -15,13 +15,22 @@ import pandas as pd
 
 from rt_lib.analysis import fourier
 from rt_lib.claims.ledger import Claims
-from rt_lib.experiments.miiii_training import NAME as TRAINING
-from rt_lib.experiments.miiii_training import (MiiiiParams, MiiiiRun, epochs_trained, model_at,
-                                               not_generalised, run, runs_folder,
-                                               smoke_train_params, training_params, valid_at)
-from rt_lib.experiment import Experiment
-from rt_lib.runtime.params import Params
 from rt_lib.claims.verdicts import BUDGET, HOLDS, NOT_SHOWN, RUNS, Verdict, beyond_noise, every, larger
+from rt_lib.experiment import Experiment
+from rt_lib.experiments.miiii_training import NAME as TRAINING
+from rt_lib.experiments.miiii_training import (
+    MiiiiParams,
+    MiiiiRun,
+    epochs_trained,
+    model_at,
+    not_generalised,
+    run,
+    runs_folder,
+    smoke_train_params,
+    training_params,
+    valid_at,
+)
+from rt_lib.runtime.params import Params
 
 NAME = "12_miiii_embeddings"
 

@@ -16,16 +16,23 @@ from torch import nn
 
 from rt_lib.analysis import fourier
 from rt_lib.claims.ledger import Claims
-from rt_lib.experiments.miiii_training import NAME as TRAINING
-from rt_lib.experiments.miiii_training import (MiiiiParams, MiiiiRun, finished_run, model_at,
-                                               not_generalised, run, runs_folder,
-                                               smoke_train_params, snapshot_models,
-                                               training_params)
+from rt_lib.claims.verdicts import BUDGET, HOLDS, NOT_SHOWN, RUNS, Verdict, bool_verdict, every, every_run, larger
 from rt_lib.experiment import Experiment
+from rt_lib.experiments.miiii_training import NAME as TRAINING
+from rt_lib.experiments.miiii_training import (
+    MiiiiParams,
+    MiiiiRun,
+    finished_run,
+    model_at,
+    not_generalised,
+    run,
+    runs_folder,
+    smoke_train_params,
+    snapshot_models,
+    training_params,
+)
 from rt_lib.model import build_model
 from rt_lib.runtime.params import Params
-from rt_lib.claims.verdicts import (BUDGET, HOLDS, NOT_SHOWN, RUNS, Verdict, bool_verdict, every,
-                                    every_run, larger)
 
 NAME = "13_miiii_neurons"
 

@@ -28,15 +28,16 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from rt_lib.claims.ledger import Claims
-from rt_lib.jobs.executor import Job, current as current_executor, run_jobs
-from rt_lib.runtime.seeding import default_jobs
-from rt_lib.jobs.resume import resume_dir
-from rt_lib.experiments.miiii_training import MiiiiParams
+from rt_lib.claims.verdicts import bool_verdict
 from rt_lib.experiment import Experiment
+from rt_lib.experiments.miiii_training import MiiiiParams
+from rt_lib.jobs.executor import Job, run_jobs
+from rt_lib.jobs.executor import current as current_executor
+from rt_lib.jobs.resume import resume_dir
 from rt_lib.runtime.io import damaged, results_dir
 from rt_lib.runtime.params import Params
+from rt_lib.runtime.seeding import default_jobs
 from rt_lib.training.stored import train_stored
-from rt_lib.claims.verdicts import bool_verdict
 
 if TYPE_CHECKING:  # annotations only; imported where used (the module docstring)
     import optuna

@@ -23,21 +23,42 @@ from torch import nn
 
 from rt_lib.analysis import fourier
 from rt_lib.claims.ledger import Claims
+from rt_lib.claims.verdicts import (
+    BUDGET,
+    NOT_SHOWN,
+    RUNS,
+    Verdict,
+    beyond_noise,
+    bool_verdict,
+    every,
+    every_run,
+    first_in_order,
+    larger,
+)
 from rt_lib.experiment import PARAMETERS_FILE, Experiment, current_profile, folder_name
-from rt_lib.training.grokfast import Grokfast
-from rt_lib.jobs.executor import Job, current as current_executor, run_jobs
+from rt_lib.jobs.executor import Job, run_jobs
+from rt_lib.jobs.executor import current as current_executor
 from rt_lib.jobs.resume import resume_dir
-from rt_lib.runtime.io import (PROJECT_ROOT, CorruptFileError, atomic_save_torch, damaged, folder_of,
-                       load_torch, read_result, read_yaml_result, results_dir, results_root)
 from rt_lib.model import TransformerConfig, build_model, miiii_config
+from rt_lib.primes import is_prime
+from rt_lib.runtime.io import (
+    PROJECT_ROOT,
+    CorruptFileError,
+    atomic_save_torch,
+    damaged,
+    folder_of,
+    load_torch,
+    read_result,
+    read_yaml_result,
+    results_dir,
+    results_root,
+)
 from rt_lib.runtime.params import Params, check_fits_in_memory, plain
 from rt_lib.runtime.seeding import derive
 from rt_lib.tasks.miiii import MASKED_PRIMES, VARIANTS, MultiPrimeTask, miiii_task
-from rt_lib.primes import is_prime
+from rt_lib.training.grokfast import Grokfast
 from rt_lib.training.stored import code_digest, train_stored
 from rt_lib.training.train import TrainConfig, TrainResult, evaluate, log_spaced_steps
-from rt_lib.claims.verdicts import (BUDGET, NOT_SHOWN, RUNS, Verdict, beyond_noise, bool_verdict,
-                                    every, every_run, first_in_order, larger)
 
 NAME = "11_miiii_training"
 #: Where the code that decides what a run computes starts (model, task, loop, filter, seeds):
@@ -198,8 +219,10 @@ class MiiiiParams(Params):
                           split_seed=self.seed, shuffle_seed=self.seed)
 
     def model_config(self, task: MultiPrimeTask) -> TransformerConfig:
+        # vocabulary, context and heads from the task itself, so model and data cannot disagree
         return miiii_config(self.p, d_model=self.d_model, n_heads=self.n_heads,
-                            dropout=self.dropout, out_sizes=task.qs, trainable=self.trainable,
+                            dropout=self.dropout, out_sizes=task.qs, d_vocab=task.d_vocab,
+                            n_ctx=task.n_ctx, trainable=self.trainable,
                             dropout_at=self.dropout_at, init=self.init,
                             dropout_mask=self.dropout_mask)
 
@@ -242,7 +265,7 @@ class MiiiiParams(Params):
         b, main = self.baseline_epochs, variant == "miiii" and lamb == self.grokfast_lambda
         return (b,) if main and b is not None and b < self.epochs_for(variant, lamb) else ()
 
-    def lambda_zero_params(self) -> "MiiiiParams":
+    def lambda_zero_params(self) -> MiiiiParams:
         """The λ = 0 run's parameters: its own lr and weight decay where set."""
         own = {k: v for k, v in (("lr", self.lambda_zero_lr),
                                  ("weight_decay", self.lambda_zero_weight_decay)) if v is not None}
@@ -672,7 +695,7 @@ class NoiseMeasurement:
     source: str  # how a verdict cites it
     lambda_zero_recipe: tuple[tuple[str, float], ...]  # what its λ = 0 runs trained at, beyond the profile
 
-    def ran(self, params: "MiiiiParams", run: str) -> bool:
+    def ran(self, params: MiiiiParams, run: str) -> bool:
         """Whether its rows of ``run`` trained at ``params`` (up to settings in NOISE_ANY)."""
         measured = MiiiiParams()
         if run == "T_miiii λ=0":
@@ -687,7 +710,7 @@ class NoiseMeasurement:
         values = values.loc[(values["run"] == run) & (values["step"] == epoch), "value"]
         return float(values.std()) if len(values) >= 3 else None
 
-    def noise(self, params: "MiiiiParams", run: str, epoch: int) -> float | None:
+    def noise(self, params: MiiiiParams, run: str, epoch: int) -> float | None:
         """:meth:`spread` of ``run`` at ``epoch`` where this measurement :meth:`ran` it at
         ``params``; else None."""
         return self.spread(run, epoch) if self.ran(params, run) else None

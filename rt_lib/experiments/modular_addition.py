@@ -9,15 +9,14 @@ import pandas as pd
 import torch
 
 from rt_lib.analysis.activations import best_circle_pcs, circularity, pca
-from rt_lib.claims.ledger import Claims
-from rt_lib.experiments.common import (GridParams, GridResult, grid_step_shapes,
-                                       run_task_grid)
-from rt_lib.experiment import Experiment
-from rt_lib.experiments.reporting import check_solves
 from rt_lib.analysis.fourier import fourier_power
+from rt_lib.claims.ledger import Claims
+from rt_lib.claims.verdicts import reaches
+from rt_lib.experiment import Experiment
+from rt_lib.experiments.common import GridParams, GridResult, grid_step_shapes, run_task_grid
+from rt_lib.experiments.reporting import check_solves
 from rt_lib.runtime.params import check_fits_in_memory
 from rt_lib.tasks import FiniteTask, modular_addition
-from rt_lib.claims.verdicts import reaches
 
 NAME = "01_modular_addition"
 

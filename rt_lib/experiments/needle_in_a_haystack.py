@@ -11,14 +11,12 @@ from torch import Tensor, nn
 
 from rt_lib.analysis.activations import attention_patterns, mean_ablate_heads, needle_head_scores
 from rt_lib.claims.ledger import Claims
-from rt_lib.experiments.common import (GridResult, StreamGridParams, grid_step_shapes,
-                                       run_task_grid)
+from rt_lib.claims.verdicts import FAILS, HOLDS, MIN_RUNS, NOT_SHOWN, RUNS, Verdict, every, larger
 from rt_lib.experiment import Experiment
+from rt_lib.experiments.common import GridResult, StreamGridParams, grid_step_shapes, run_task_grid
 from rt_lib.experiments.reporting import check_on_paper_task, check_solves
 from rt_lib.model import build_model
 from rt_lib.tasks import NeedleInAHaystack
-from rt_lib.claims.verdicts import (FAILS, HOLDS, MIN_RUNS, NOT_SHOWN, RUNS, Verdict, every,
-                             larger)
 
 NAME = "02_needle_in_a_haystack"
 

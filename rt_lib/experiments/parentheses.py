@@ -11,15 +11,14 @@ import pandas as pd
 import torch
 from torch import nn
 
-from rt_lib.model import fast_paths
-from rt_lib.experiments.common import (GridResult, StreamGridParams, grid_step_shapes,
-                                       run_task_grid)
 from rt_lib.claims.ledger import Claims
-from rt_lib.experiments.reporting import check_solves, per_restart
+from rt_lib.claims.verdicts import beyond_noise
 from rt_lib.experiment import Experiment
+from rt_lib.experiments.common import GridResult, StreamGridParams, grid_step_shapes, run_task_grid
+from rt_lib.experiments.reporting import check_solves, per_restart
+from rt_lib.model import fast_paths
 from rt_lib.tasks import Parentheses
 from rt_lib.tasks.dyck import CLOSE, OPEN, PAD
-from rt_lib.claims.verdicts import beyond_noise
 
 NAME = "04_parentheses"
 

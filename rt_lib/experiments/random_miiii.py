@@ -14,12 +14,11 @@ from typing import Any
 import pandas as pd
 
 from rt_lib.claims.ledger import Claims
-from rt_lib.experiments import miiii_training
-from rt_lib.experiments.miiii_training import (MiiiiParams, MiiiiRun, smoke_train_params,
-                                               training_params)
-from rt_lib.experiment import Experiment
-from rt_lib.runtime.params import Params, check_positive_ints
 from rt_lib.claims.verdicts import bool_verdict, larger
+from rt_lib.experiment import Experiment
+from rt_lib.experiments import miiii_training
+from rt_lib.experiments.miiii_training import MiiiiParams, MiiiiRun, smoke_train_params, training_params
+from rt_lib.runtime.params import Params, check_positive_ints
 
 NAME = "15_random_miiii"
 

@@ -54,8 +54,8 @@ def check_on_paper_task(claims: Claims, id: str, measured: str, verdict: Verdict
                         scale: str = "", reduced: str | None | object = RUN_TASK) -> Claim:
     """Record ledger claim ``id`` from ``measured`` and ``verdict``, on the task it was measured
     on: the paper's (``reduced`` None), a reduced one, whose reduction (``p = 59 of 97``) the
-    claim then carries, or, left out, the run's own (``Claims.reduced``), keeping its id and its measured status, never counted at the paper's
-    scale (rt_lib.claims.ledger, task sizes)."""
+    claim then carries, or, left out, the run's own (``Claims.reduced``), keeping its id and its
+    measured status, never counted at the paper's scale (rt_lib.claims.ledger, task sizes)."""
     return claims.check(id, measured, verdict, scale=scale, reduced=reduced)
 
 

@@ -31,19 +31,19 @@ from torch import nn
 
 from rt_lib.analysis.activations import explained_variance, hidden_states, isotropic_baseline
 from rt_lib.claims.ledger import Claims
+from rt_lib.claims.verdicts import every, larger
+from rt_lib.experiment import Experiment
 from rt_lib.experiments.common import GridParams, load_checkpoint, train_grid
 from rt_lib.experiments.decimal_addition import DecimalParams
 from rt_lib.experiments.memorisation import MemorisationParams
 from rt_lib.experiments.modular_addition import ModularAdditionParams
 from rt_lib.experiments.needle_in_a_haystack import NeedleParams
 from rt_lib.experiments.parentheses import ParenthesesParams
-from rt_lib.experiment import Experiment
 from rt_lib.experiments.tinystories import TinyStoriesParams
 from rt_lib.runtime.io import load_torch, read_csv_result, read_result, results_dir, results_root
 from rt_lib.runtime.params import Params, check_positive_ints
 from rt_lib.runtime.seeding import derive, set_threads
 from rt_lib.tasks.base import IGNORE, Task
-from rt_lib.claims.verdicts import every, larger
 
 NAME = "09_subspace"
 

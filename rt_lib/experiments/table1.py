@@ -12,12 +12,11 @@ from dataclasses import dataclass
 import pandas as pd
 
 from rt_lib.claims.ledger import Claims
+from rt_lib.claims.verdicts import BUDGET, HOLDS, MIN_RUNS, NOISE, NOT_SHOWN, RUNS, Verdict, every, larger, reaches
 from rt_lib.experiment import Experiment
 from rt_lib.experiments.common import TASK_FILE
 from rt_lib.runtime.io import read_csv_result, read_yaml_result, results_dir
 from rt_lib.runtime.params import Params, check_positive_ints
-from rt_lib.claims.verdicts import (BUDGET, HOLDS, MIN_RUNS, NOISE, NOT_SHOWN, RUNS, Verdict, every, larger,
-                             reaches)
 
 NAME = "07_table1"
 

@@ -19,12 +19,12 @@ import pandas as pd
 from torch import nn
 
 from rt_lib.claims.ledger import Claims
-from rt_lib.tasks.stories import ENV_VAR, HOW_TO_GET_DATA, Stories, load_tinystories
-from rt_lib.experiments.common import GridParams, GridResult, run_task_grid
-from rt_lib.experiment import Experiment
-from rt_lib.tasks.language import LanguageModelling
-from rt_lib.tasks.tokenizer import MIN_VOCAB, BPETokenizer, cached_tokenizer, generate
 from rt_lib.claims.verdicts import MIN_RUNS, NOT_SHOWN, RUNS, Verdict, beyond_noise, bool_verdict, every, larger
+from rt_lib.experiment import Experiment
+from rt_lib.experiments.common import GridParams, GridResult, run_task_grid
+from rt_lib.tasks.language import LanguageModelling
+from rt_lib.tasks.stories import ENV_VAR, HOW_TO_GET_DATA, Stories, load_tinystories
+from rt_lib.tasks.tokenizer import MIN_VOCAB, BPETokenizer, cached_tokenizer, generate
 
 NAME = "08_tinystories"
 

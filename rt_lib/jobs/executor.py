@@ -72,7 +72,7 @@ class ExecutorConfig:
         object.__setattr__(self, "setup", tuple(self.setup))
 
     @classmethod
-    def from_mapping(cls, kind: str, settings: dict[str, Any]) -> "ExecutorConfig":
+    def from_mapping(cls, kind: str, settings: dict[str, Any]) -> ExecutorConfig:
         """``settings`` (a config file's, ``--set executor.*``'s): unknown keys are refused by
         name, so a misspelt option never silently falls back to its default."""
         names = {f.name for f in fields(cls)} - {"kind"}

@@ -8,10 +8,35 @@ build_model`` reads as before and checkpoints pickled with ``rt_lib.model`` clas
 load."""
 
 from rt_lib.model.transformer import (
-    LSTM, MLP, TRAINABLE_PARAMS, TRUNCATED_STD, Attention, BatchDropout, Block, HookFn, Hooked,
-    HookPoint, LastPosition, LayerNorm, LSTMConfig, LSTMInit, LSTMTrainable, ModelConfig,
-    Trainable, Transformer, TransformerConfig, apply_trainable, attend, attention_pattern,
-    build_model, count_params, eval_mode, init_parameter, miiii_config, sinusoidal_positions)
+    LSTM,
+    MLP,
+    TRAINABLE_PARAMS,
+    TRUNCATED_STD,
+    Attention,
+    BatchDropout,
+    Block,
+    Hooked,
+    HookFn,
+    HookPoint,
+    LastPosition,
+    LayerNorm,
+    LSTMConfig,
+    LSTMInit,
+    LSTMTrainable,
+    ModelConfig,
+    Trainable,
+    Transformer,
+    TransformerConfig,
+    apply_trainable,
+    attend,
+    attention_pattern,
+    build_model,
+    count_params,
+    eval_mode,
+    init_parameter,
+    miiii_config,
+    sinusoidal_positions,
+)
 
 __all__ = [
     "Trainable", "LSTMTrainable", "LSTMInit", "LastPosition", "TRAINABLE_PARAMS",

@@ -6,7 +6,12 @@ arithmetic regrouped, equal to it up to float rounding and tested against it
 (tests/model/test_fast_paths.py, tests/model/test_plain_forward.py, tests/training/test_batched.py).
 The model never calls it; the training loop (rt_lib/training/train.py), batched restarts
 (rt_lib/training/batched.py) and circuit imitation's target (rt_lib/tasks/imitation.py) call it by
-name.  Hooks are not run here: read or patch activations through the plain forward.
+name.  Of the hook points, only those the paths share with the plain forward fire here: the
+embedding's (``hook_embed``, ``hook_pos_embed``; not under :func:`last_token_tables`, which reads
+W_E and W_pos directly), and each block's writes and MLP (``hook_attn_out``, ``hook_resid_mid``,
+``hook_mlp_out``, ``hook_resid_post``, ``mlp.hook_pre``, ``mlp.hook_post``); ``hook_resid_pre`` and
+the attention's (``hook_q/k/v/z``, ``hook_pattern``) never do (tests/model/test_hooks.py).  Read or
+patch activations through the plain forward.
 
 * :func:`logits`: the forward with the **attention kernel** fastest at the sequence's length
   (:func:`attention_kernel`: broadcast products up to SHORT_SEQ keys, SDPA beyond, or the plain

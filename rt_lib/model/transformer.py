@@ -16,7 +16,8 @@ Shapes use b = batch, t = positions, d = d_model, h = n_heads, k = d_head, m = d
 softmax(q k^T / sqrt(d_head)) applied to the values; a multi-task model's logits are one einsum
 per head, masked beyond each head's classes.  Its activations pass through hook points named as in
 TransformerLens (``hook_embed``, ``blocks.0.attn.hook_pattern``, ``blocks.0.mlp.hook_post``,
-``blocks.0.hook_resid_post``, ...): :meth:`Hooked.run_with_cache` reads them,
+``blocks.0.hook_resid_post``, ...) and shaped as there (``hook_q/k/v/z`` [b, t, h, k],
+``hook_pattern`` [b, h, tq, t]): :meth:`Hooked.run_with_cache` reads them,
 :meth:`Hooked.run_with_hooks` reads or replaces them (ablation, patching).
 
 Speed sits beside it, never inside: :mod:`rt_lib.model.fast_paths` computes the same logits by
@@ -214,6 +215,13 @@ class HookPoint(nn.Module):
 HookFn = Callable[[Tensor, HookPoint], Tensor | None]
 
 
+def _at_hook(point: HookPoint, heads_first: Tensor) -> Tensor:
+    """``point`` applied to a [b, h, t, k] activation in TransformerLens's layout [b, t, h, k],
+    the result back in [b, h, t, k]: two transposed views, so without a hook the values, their
+    strides and every result's bits are the arithmetic's own."""
+    return point(heads_first.transpose(1, 2)).transpose(1, 2)
+
+
 class Hooked(nn.Module):
     """What a model with hook points offers (TransformerLens's HookedRootModule, in little)."""
 
@@ -226,7 +234,7 @@ class Hooked(nn.Module):
         return {n: m for n, m in self.named_modules() if isinstance(m, HookPoint)}
 
     @contextmanager
-    def hooks(self, fwd_hooks: Iterable[tuple[str, HookFn]]) -> Iterator["Hooked"]:
+    def hooks(self, fwd_hooks: Iterable[tuple[str, HookFn]]) -> Iterator[Hooked]:
         """The hooks ``[(hook point name, fn), ...]`` registered inside the block, removed after
         it (even on error).  An unknown name raises, naming the hook points there are."""
         points = self.hook_points()
@@ -279,9 +287,12 @@ class Attention(nn.Module):
         h, d, k = cfg.n_heads, cfg.d_model, cfg.d_head
         self.cfg = cfg
         self.p_drop = cfg.dropout if cfg.dropout_at == "gpt2" else 0.0  # GPT-2: on the pattern
-        self.hook_q, self.hook_k, self.hook_v = HookPoint(), HookPoint(), HookPoint()  # [b, h, t, k]
+        # TransformerLens's shapes at the hook points: q, k, v and z are [batch, pos, head_index,
+        # d_head] there (so TransformerLens-style code, ``z[:, :, head]``, reads a head), while
+        # the arithmetic below keeps the heads first, [b, h, t, k] (see _at_hook)
+        self.hook_q, self.hook_k, self.hook_v = HookPoint(), HookPoint(), HookPoint()  # [b, t, h, k]
         self.hook_pattern = HookPoint()  # [b, h, tq, t]: query attends to key
-        self.hook_z = HookPoint()  # [b, h, tq, k]: each head's output before W_O
+        self.hook_z = HookPoint()  # [b, tq, h, k]: each head's output before W_O
         self.W_Q = nn.Parameter(torch.empty(h, d, k))
         self.W_K = nn.Parameter(torch.empty(h, d, k))
         self.W_V = nn.Parameter(torch.empty(h, d, k))
@@ -314,16 +325,16 @@ class Attention(nn.Module):
 
     def forward(self, x: Tensor, last_only: bool = False) -> Tensor:
         """x [b, t, d] -> [b, t, d], or [b, 1, d] for the last query alone when ``last_only``."""
-        q = self.hook_q(self.queries(x[:, -1:] if last_only else x))  # [b, h, tq, k]
+        q = _at_hook(self.hook_q, self.queries(x[:, -1:] if last_only else x))  # [b, h, tq, k]
         key, value = self.keys_values(x)  # [b, h, t, k]
-        return self.mix(q, self.hook_k(key), self.hook_v(value))
+        return self.mix(q, _at_hook(self.hook_k, key), _at_hook(self.hook_v, value))
 
     def mix(self, q: Tensor, key: Tensor, value: Tensor) -> Tensor:
         """Each query's mix of the values, summed over heads through W_O: q [b, h, tq, k], key
         and value [b, h, t, k] -> [b, tq, d]."""
         pattern = self.hook_pattern(attention_pattern(q, key, self.masks(q)))  # [b, h, tq, t]
-        z = self.hook_z(F.dropout(pattern, self.p_drop, self.training) @ value)  # [b, h, tq, k]
-        return self.out(z)
+        z = F.dropout(pattern, self.p_drop, self.training) @ value  # [b, h, tq, k]
+        return self.out(_at_hook(self.hook_z, z))
 
     def masks(self, q: Tensor) -> bool:
         """Whether queries q [b, h, tq, k] attend under the causal mask: the last query sees

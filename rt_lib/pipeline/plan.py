@@ -18,14 +18,19 @@ from pathlib import Path
 
 import yaml
 
-from rt_lib.runtime.context import (CONFIGS, DEFAULT_PROFILE, available_profiles, base_profile,
-                            default_results_root, is_smoke)
+from rt_lib.experiment import Experiment, folder_name
+from rt_lib.jobs.executor import ExecutorConfig, load_config
+from rt_lib.pipeline.registry import registry
+from rt_lib.runtime.context import (
+    CONFIGS,
+    DEFAULT_PROFILE,
+    available_profiles,
+    base_profile,
+    default_results_root,
+    is_smoke,
+)
 from rt_lib.runtime.io import PROJECT_ROOT, available_notebooks, notebooks_dir
 from rt_lib.runtime.params import load_value
-from rt_lib.jobs.executor import ExecutorConfig, load_config
-from rt_lib.experiment import Experiment, folder_name
-from rt_lib.pipeline.registry import registry
-
 
 
 class RunError(ValueError):

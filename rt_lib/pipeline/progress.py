@@ -6,9 +6,9 @@ from __future__ import annotations
 import shutil
 import sys
 
+from rt_lib.pipeline.plan import Job, recorded_duration
 from rt_lib.runtime.context import DEFAULT_PROFILE
 from rt_lib.runtime.manifest import Manifest
-from rt_lib.pipeline.plan import Job, recorded_duration
 
 
 def clock(seconds: float) -> str:

@@ -46,7 +46,6 @@ def runs(root: Path | None = None) -> list[dict[str, Any]]:
     ``parameters.yaml`` or ``claims.csv`` that does not read and the notebook to rerun (one
     damaged run does not hide the others)."""
     from rt_lib.claims import ledger as claims
-
     from rt_lib.runtime.manifest import Manifest
 
     root = root or results_root()

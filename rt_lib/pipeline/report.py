@@ -9,12 +9,12 @@ import time
 from pathlib import Path
 
 from rt_lib.claims import ledger as claims
-from rt_lib.runtime.context import DEFAULT_PROFILE, available_profiles, default_results_root
-from rt_lib.runtime.io import DamagedFileError, shown
-from rt_lib.site.evidence import kept_runs
 from rt_lib.pipeline.plan import available_notebooks, chunks, profile_notebooks
 from rt_lib.pipeline.registry import profile_step_shapes, runs
+from rt_lib.runtime.context import DEFAULT_PROFILE, available_profiles, default_results_root
+from rt_lib.runtime.io import DamagedFileError, shown
 from rt_lib.runtime.seeding import default_jobs
+from rt_lib.site.evidence import kept_runs
 
 
 def report_claims(folders: dict[str, Path]) -> None:

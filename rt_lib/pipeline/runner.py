@@ -28,18 +28,32 @@ import signal
 import sys
 import time
 
+from rt_lib.jobs.executor import KINDS, as_fields
+from rt_lib.pipeline.plan import (
+    Job,
+    RunError,
+    default_parameters,
+    executor_config,
+    notebook_parameters,
+    parse_sets,
+    plan,
+)
+from rt_lib.pipeline.report import build_site_of, list_runs, report_claims, report_footprints
+from rt_lib.pipeline.schedule import (
+    LOCK,
+    exclusive,
+    interrupt,
+    remove_unfinished,
+    restore_leftovers,
+    run_jobs,
+    stacks_on_sigusr1,
+)
 from rt_lib.runtime import store as run_store
 from rt_lib.runtime.context import DEFAULT_PROFILE, SMOKE, base_profile, env_threads, is_smoke
 from rt_lib.runtime.io import NOTEBOOKS, WriteFailedError, available_notebooks, notebooks_dir
-from rt_lib.jobs.executor import KINDS, as_fields
 from rt_lib.runtime.manifest import Manifest
-from rt_lib.pipeline.plan import (Job, RunError, default_parameters, executor_config,
-                                  notebook_parameters, parse_sets, plan)
-from rt_lib.pipeline.report import build_site_of, list_runs, report_claims, report_footprints
-from rt_lib.pipeline.schedule import (LOCK, exclusive, interrupt, remove_unfinished,
-                                      restore_leftovers, run_jobs, stacks_on_sigusr1)
-from rt_lib.site.pages import SITE
 from rt_lib.runtime.seeding import default_jobs
+from rt_lib.site.pages import SITE
 
 __all__ = ["Job", "LOCK", "RunError", "available_notebooks", "default_parameters", "exclusive",
            "main", "notebook_parameters", "notebooks_dir", "plan", "run_jobs"]

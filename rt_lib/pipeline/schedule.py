@@ -34,12 +34,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rt_lib.pipeline.plan import Job, RunError, schedule
+from rt_lib.pipeline.progress import Ticker, clock, expected_seconds, progress_line
 from rt_lib.runtime.context import DEFAULT_PROFILE, RunContext, env_threads, is_smoke
 from rt_lib.runtime.io import RESUME, atomic_path
 from rt_lib.runtime.manifest import Manifest, content_key, is_temporary
-from rt_lib.pipeline.plan import Job, RunError, schedule
-from rt_lib.pipeline.progress import Ticker, clock, expected_seconds, progress_line
-
 
 #: A smoke test's cell runs in seconds to minutes (08 at width 4,096: several): one that takes
 #: longer has hung or lost its cuts, and

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import io
+from collections.abc import Mapping
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
@@ -13,8 +12,14 @@ from matplotlib.figure import Figure
 from torch import Tensor, nn
 
 from rt_lib.analysis.activations import PCA
-from rt_lib.plots.figures import (plot_attention, plot_completions, plot_embedding_circle,
-                          plot_neuron_grid, plot_neuron_spectrum, plot_residue_profile)
+from rt_lib.plots.figures import (
+    plot_attention,
+    plot_completions,
+    plot_embedding_circle,
+    plot_neuron_grid,
+    plot_neuron_spectrum,
+    plot_residue_profile,
+)
 from rt_lib.tasks.tokenizer import BPETokenizer, generate
 
 

@@ -14,8 +14,8 @@ names an exploration run's results folder (:mod:`rt_lib.experiment`).
 from __future__ import annotations
 
 import math
-import re
 import os
+import re
 import types
 import typing
 from collections.abc import Mapping

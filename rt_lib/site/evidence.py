@@ -40,8 +40,18 @@ import yaml
 from rt_lib.claims import ledger as claims
 from rt_lib.experiment import PARAMETERS_FILE
 from rt_lib.runtime.context import DEFAULT_PROFILE, SMOKE, available_profiles
-from rt_lib.runtime.io import (PROJECT_ROOT, RESUME, DamagedFileError, available_notebooks, profile_options,
-                       atomic_write_text, read_yaml_result, results_root, sha256_file, shown)
+from rt_lib.runtime.io import (
+    PROJECT_ROOT,
+    RESUME,
+    DamagedFileError,
+    atomic_write_text,
+    available_notebooks,
+    profile_options,
+    read_yaml_result,
+    results_root,
+    sha256_file,
+    shown,
+)
 from rt_lib.runtime.manifest import FILENAME as MANIFEST
 from rt_lib.runtime.manifest import Entry, Manifest, describe, versions
 

@@ -39,9 +39,9 @@ import nbformat
 import pandas as pd
 
 from rt_lib.claims import ledger as claims
-from rt_lib.site.evidence import EVIDENCE_DIR, KeptRun, kept_runs, oldest_first
 from rt_lib.runtime.io import PROJECT_ROOT, atomic_path, atomic_write_text, shown
 from rt_lib.runtime.manifest import FILENAME as MANIFEST
+from rt_lib.site.evidence import EVIDENCE_DIR, KeptRun, kept_runs, oldest_first
 
 SITE = "site"  # <profile root>/site/
 TEMPLATE_DIR = Path(__file__).parent / "template"

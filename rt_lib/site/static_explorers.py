@@ -24,8 +24,8 @@ from matplotlib.figure import Figure
 from torch import Tensor
 
 from rt_lib.analysis.activations import PCA
-from rt_lib.plots.figures import plot_attention, plot_embedding_circle
 from rt_lib.plots.explorers import figure_png, neuron_figure
+from rt_lib.plots.figures import plot_attention, plot_embedding_circle
 
 
 @dataclass(frozen=True)

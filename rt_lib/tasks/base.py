@@ -43,7 +43,7 @@ class Task(ABC):
     def eval_sets(self) -> dict[str, Batch]:
         """Fixed sets scored during training, e.g. ``{"train": ..., "test": ...}``."""
 
-    def for_jobs(self, folder: str | Path) -> "Task":
+    def for_jobs(self, folder: str | Path) -> Task:
         """This task as a submitted training job carries it in its pickle
         (:mod:`rt_lib.jobs.executor`): the task itself, unless its data is large enough to belong in
         a file under ``folder`` that every job reads (:class:`~rt_lib.tasks.language.LanguageModelling`)."""
@@ -183,7 +183,7 @@ class EvalCapped(Task):
     def get_batch(self, step: int, batch_size: int | None, seed: int):
         return self.inner.get_batch(step, batch_size, seed)
 
-    def for_jobs(self, folder: str | Path) -> "EvalCapped":
+    def for_jobs(self, folder: str | Path) -> EvalCapped:
         return EvalCapped(self.inner.for_jobs(folder), self.rows)
 
     def eval_sets(self):

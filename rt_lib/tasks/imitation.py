@@ -17,8 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from rt_lib.model import fast_paths
-from rt_lib.model import Transformer, TransformerConfig, build_model
+from rt_lib.model import Transformer, TransformerConfig, build_model, fast_paths
 from rt_lib.tasks.base import Batch, StreamTask
 
 #: The authors' target scalings (imitation.py): (W_Q, W_K, W_V) x10, W_out x20, W_U x100/sqrt(d).

@@ -23,9 +23,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from rt_lib.primes import is_prime, primes_below
 from rt_lib.runtime.seeding import derive
 from rt_lib.tasks.base import Batch, FiniteTask
-from rt_lib.primes import is_prime, primes_below
 
 MiiiiVariant = Literal["miiii", "nanda", "basis", "masked"]
 VARIANTS = ("miiii", "nanda", "basis", "masked")

@@ -20,9 +20,9 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from rt_lib.tasks.stories import SEPARATOR
-from rt_lib.runtime.io import atomic_write_text, results_dir, shown
 from rt_lib.model import eval_mode
+from rt_lib.runtime.io import atomic_write_text, results_dir, shown
+from rt_lib.tasks.stories import SEPARATOR
 
 MIN_VOCAB = 257  # the 256 byte symbols of a byte-level BPE plus the end-of-text token
 

@@ -7,8 +7,9 @@ AdamWs (same lr schedule, weight decay per element); the summed loss gives each 
 gradient.  Results equal N separate :func:`rt_lib.training.train.train` runs up to float rounding (tested).
 
 Gradient clipping is per seed (each seed's global norm, as ``clip_grad_norm_`` would compute it).
-Limits, checked: no gradient hook, checkpoints, early stop, bf16 or dropout; one shared training batch per step when the task is finite and full batch, otherwise each
-seed draws its own batches as in a separate run.
+Limits, checked: no gradient hook, checkpoints, early stop, bf16 or dropout; one shared training
+batch per step when the task is finite and full batch, otherwise each seed draws its own batches as
+in a separate run.
 """
 
 from __future__ import annotations
@@ -25,12 +26,20 @@ from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 from tqdm.auto import tqdm
 
-from rt_lib.model import fast_paths
+from rt_lib.model import TransformerConfig, build_model, fast_paths
 from rt_lib.runtime.seeding import derive
 from rt_lib.tasks.base import Task
-from rt_lib.model import TransformerConfig, build_model
-from rt_lib.training.train import (NonFiniteLossError, TrainConfig, TrainResult, eval_due, evaluate,
-                          lr_lambda, param_groups, prepare, resolve_device)
+from rt_lib.training.train import (
+    NonFiniteLossError,
+    TrainConfig,
+    TrainResult,
+    eval_due,
+    evaluate,
+    lr_lambda,
+    make_optimizer,
+    prepare,
+    resolve_device,
+)
 
 
 def unsupported(model_cfg: object, cfg: TrainConfig) -> str | None:
@@ -108,8 +117,7 @@ class BatchedRestarts:
 
         self.forward = vmap(forward, in_dims=(0, 0, None if self.shared else 0))
         # the seed axis leads: matrices have >= 3 axes, vectors 2
-        groups = param_groups(self.params.values(), self.cfg.weight_decay, matrix_ndim=3)
-        self.optimizer = torch.optim.AdamW(groups, lr=self.cfg.lr, betas=self.cfg.betas)
+        self.optimizer = make_optimizer(self.params.values(), self.cfg, matrix_ndim=3)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lr_lambda(self.cfg))
         self.data_seeds = [derive(c.seed, "batches") for c in cfgs]
         self.views = [copy.deepcopy(m) for m in models]  # per-seed modules for evaluation

@@ -161,7 +161,8 @@ def rough_flops(shape: StepShape, rows: int) -> float:
 def on_meta(shape: StepShape, rows: int) -> tuple[float, float, int] | None:
     """(estimated peak bytes, FLOPs, parameters) of one step at ``rows`` rows, from the step
     run on the meta device (shapes only: no memory, no arithmetic, any size) with the training
-    forward without its last-position shortcuts (:data:`PLAIN`); None where the model cannot run there.  The estimate is the
+    forward without its last-position shortcuts (:data:`PLAIN`); None where the model cannot run
+    there.  The estimate is the
     weights, gradients and AdamW's two moments of the trained ones, plus every activation
     autograd keeps for the backward pass (summed by a saved-tensor hook, each storage once); the
     backward's transients come on top."""

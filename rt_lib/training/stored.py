@@ -44,8 +44,7 @@ from rt_lib.runtime import store as run_store
 from rt_lib.runtime.context import env_threads
 from rt_lib.runtime.io import CorruptFileError, load_torch
 from rt_lib.tasks.base import Task
-from rt_lib.training.train import (_BOOKKEEPING, TrainConfig, TrainResult, _same_run,
-                                   resolve_device, train)
+from rt_lib.training.train import _BOOKKEEPING, TrainConfig, TrainResult, _same_run, resolve_device, train
 
 RT_LIB = Path(__file__).resolve().parents[1]
 #: The folders (and top-level modules) of rt_lib a run's numbers can depend on; imports into the

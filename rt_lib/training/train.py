@@ -23,9 +23,8 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from rt_lib.model import fast_paths
+from rt_lib.model import eval_mode, fast_paths
 from rt_lib.runtime.io import CorruptFileError, atomic_save_torch, load_torch
-from rt_lib.model import eval_mode
 from rt_lib.runtime.seeding import derive, set_threads
 from rt_lib.tasks.base import Task
 
@@ -127,6 +126,12 @@ def prepare(cfg: TrainConfig, device: torch.device) -> None:
     if cfg.deterministic and device.type == "cuda":
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # cuBLAS needs it to be
     torch.use_deterministic_algorithms(cfg.deterministic, warn_only=True)
+    # Deterministic mode also fills every new uninitialised tensor with NaN, a guard against a
+    # kernel that reads memory before writing it; the fills are a visible part of miiii's step
+    # (benchmarks/profile_miiii.py: aten::fill_).  Every tensor the training step allocates is
+    # written before it is read (a NaN read would reach the loss), so a step's bits are the same
+    # without them (tests/training/test_train.py).
+    torch.utils.deterministic.fill_uninitialized_memory = False
 
 
 def resolve_device(device: str) -> torch.device:
@@ -166,9 +171,13 @@ def param_groups(params: Iterable[torch.Tensor], weight_decay: float,
     return groups
 
 
-def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
-    """AdamW over trainable parameters only; vectors (biases, LayerNorm) get no weight decay."""
-    return torch.optim.AdamW(param_groups(model.parameters(), cfg.weight_decay), lr=cfg.lr,
+def make_optimizer(model: nn.Module | Iterable[torch.Tensor], cfg: TrainConfig,
+                   matrix_ndim: int = 2) -> torch.optim.AdamW:
+    """AdamW over the trainable parameters of ``model`` (a module, or its parameters: the stacked
+    restarts of rt_lib/training/batched.py, with ``matrix_ndim`` 3); vectors (biases, LayerNorm)
+    get no weight decay.  The one construction for both training paths."""
+    params = model.parameters() if isinstance(model, nn.Module) else model
+    return torch.optim.AdamW(param_groups(params, cfg.weight_decay, matrix_ndim), lr=cfg.lr,
                              betas=cfg.betas)
 
 

@@ -635,7 +635,7 @@ def test_simple_rules_on_parentheses_match_a_count_over_the_strings():
                    for row in x]
         truth = [bool(v == CLOSE) for v in y.tolist()]
 
-        def score(rule):
+        def score(rule, strings=strings, truth=truth):
             return sum(rule(s) == t for s, t in zip(strings, truth)) / len(strings)
 
         counts = score(lambda s: s.count("(") == s.count(")"))

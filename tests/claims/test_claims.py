@@ -4,8 +4,8 @@ with a margin that decide each status (rt_lib.claims.ledger, rt_lib.claims.verdi
 from __future__ import annotations
 
 import inspect
-import math
 import json
+import math
 import re
 from pathlib import Path
 
@@ -14,14 +14,14 @@ import pytest
 
 from rt_lib.claims import ledger as claims_mod
 from rt_lib.claims.ledger import Claims, ClaimsFailed, ledger, ledger_of, summary
+from rt_lib.claims.verdicts import FAILS, HOLDS, NOT_SHOWN, Verdict, beyond_noise, every, larger, reaches, smaller
 from rt_lib.pipeline.registry import registry
 from rt_lib.runtime.io import PROJECT_ROOT
-from rt_lib.claims.verdicts import (FAILS, HOLDS, NOT_SHOWN, Verdict, beyond_noise, every, larger,
-                             reaches, smaller)
 
 LEDGER_IDS = [
     "rt-t1-modular", "rt-t1-needle", "rt-t1-decimal", "rt-t1-parentheses", "rt-t1-beats-lstm",
-    "rt-t1-width16-fails", "rt-t1-random-lstm", "rt-fig2-needle-heads", "rt-fig3-circle-pcs13", "rt-t2-all-three-needed",
+    "rt-t1-width16-fails", "rt-t1-random-lstm", "rt-fig2-needle-heads", "rt-fig3-circle-pcs13",
+    "rt-t2-all-three-needed",
     "rt-t3-random-memorises", "rt-t3-memorisation-bits", "rt-fig4-wider-better", "rt-fig4-trained-beats-random",
     "rt-fig4-16x-width", "rt-fig5-samples", "rt-subspace-concentrated", "rt-fig6-imitation",
     "mi-every-head-groks", "mi-grokking", "mi-small-primes-first", "mi-rest-grok-together",
@@ -298,8 +298,8 @@ def test_a_run_reads_the_declarations_of_its_own_profile_only(profile, declared,
     """Notebook 11 declares different claims not shown on the CPU and on the GPU: a run takes
     those of its profile, and a smoke run or the papers' scale none (there a claim that does
     not hold fails)."""
-    from rt_lib.runtime import io
     from rt_lib.experiments import miiii_training
+    from rt_lib.runtime import io
 
     exp = miiii_training.EXPERIMENT
     assert exp.not_shown_on_gpu and set(exp.not_shown_on_gpu) != set(exp.not_shown_on_cpu)

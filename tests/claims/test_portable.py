@@ -8,8 +8,17 @@ import textwrap
 
 import pytest
 
-from rt_lib.claims.portable import (DEFAULT_TOLERANCE, PORTABLE_SANITIZE, STRICT_SANITIZE, Tolerance,
-                             claim_problems, masked, numbers, sanitize_rules, tolerance_of)
+from rt_lib.claims.portable import (
+    DEFAULT_TOLERANCE,
+    PORTABLE_SANITIZE,
+    STRICT_SANITIZE,
+    Tolerance,
+    claim_problems,
+    masked,
+    numbers,
+    sanitize_rules,
+    tolerance_of,
+)
 
 LINE = ("[HOLDS] mi-neurons-periodic: median share: trained 0.61, 0.58, 0.63 (seeds 0, 1, 2); "
         "untrained 0.36, 0.40, 0.38 (ranges [0.580, 0.630] and [0.360, 0.400] apart) "

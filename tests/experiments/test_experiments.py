@@ -7,7 +7,6 @@ import yaml
 
 from rt_lib.analysis.activations import attention_patterns, needle_head_scores
 from rt_lib.claims.ledger import Claims
-from rt_lib.runtime.context import CONFIGS
 from rt_lib.experiments import decimal_addition, memorisation, parentheses, table1
 from rt_lib.experiments import embedding_ablations as ablations
 from rt_lib.experiments import needle_in_a_haystack as needle
@@ -15,6 +14,7 @@ from rt_lib.experiments.common import TASK_FILE, budget_status, model_config
 from rt_lib.experiments.modular_addition import ModularAdditionParams, run
 from rt_lib.experiments.reporting import median_of, results_table
 from rt_lib.model import build_model
+from rt_lib.runtime.context import CONFIGS
 from rt_lib.tasks import NeedleInAHaystack
 
 

@@ -6,13 +6,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from rt_lib.experiments.common import run_task_grid
 from rt_lib.experiments.circuit_imitation import ImitationParams, run
+from rt_lib.experiments.common import run_task_grid
 from rt_lib.experiments.modular_addition import ModularAdditionParams
-from rt_lib.experiments.subspace import (SubspaceParams, checkpoints, common_width, load_or_train,
-                                         subspace_rows)
-from rt_lib.runtime.io import atomic_save_torch, results_dir
+from rt_lib.experiments.subspace import SubspaceParams, checkpoints, common_width, load_or_train, subspace_rows
 from rt_lib.model import TransformerConfig, build_model
+from rt_lib.runtime.io import atomic_save_torch, results_dir
 from rt_lib.tasks.imitation import CircuitImitation, imitation_target, kl_divergence
 
 
@@ -69,7 +68,7 @@ def test_imitation_keeps_each_runs_curve_and_each_kind_trains_at_its_own_lr(resu
     keys = set(zip(result.metrics["target_width"], result.metrics["model"],
                    result.metrics["imitator_width"], result.metrics["restart"]))
     assert set(result.histories) == keys and len(keys) == 4
-    for (tw, kind, width, restart), h in result.histories.items():
+    for (tw, kind, _width, _restart), h in result.histories.items():
         row = result.metrics[(result.metrics["target_width"] == tw) & (result.metrics["model"] == kind)]
         assert list(h["step"]) == [2, 4]
         assert h["test_kl"].iloc[-1] == pytest.approx(float(row["test_kl"].iloc[0]))

@@ -8,9 +8,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from rt_lib.training.grokfast import Grokfast
 from rt_lib.model import build_model, miiii_config
 from rt_lib.tasks.miiii import miiii_task
+from rt_lib.training.grokfast import Grokfast
 
 
 def test_labels_are_pythons_remainders():
@@ -292,8 +292,7 @@ def test_at_the_paper_profiles_settings_notebook_11s_claims_can_hold_and_fail(tm
     where the seeds do not separate, it is not shown.  One seed (the CPU profile) shows none of
     the comparisons, whatever the runs."""
     from rt_lib.claims.ledger import Claims
-    from rt_lib.experiments.miiii_training import (NAME, MiiiiParams, check_claims,
-                                                   generalisation_table)
+    from rt_lib.experiments.miiii_training import NAME, MiiiiParams, check_claims, generalisation_table
     from rt_lib.pipeline import runner
 
     (job,) = runner.plan("paper", ["11"], {})
@@ -391,8 +390,7 @@ def test_miiii_comparisons_use_the_benchmarks_seed_noise(tmp_path):
     CPU profile's settings: a lead beyond twice the noise holds, a tie is not shown, the reverse
     fails; other settings or another epoch have no noise to judge by."""
     from rt_lib.claims.ledger import Claims
-    from rt_lib.experiments.miiii_training import (MiiiiParams, check_claims, generalisation_table,
-                                          seed_noise)
+    from rt_lib.experiments.miiii_training import MiiiiParams, check_claims, generalisation_table, seed_noise
 
     # the CPU profile's settings, λ = 0 at the recipe tuned with grokfast (what the benchmark ran)
     params = MiiiiParams(lambda_zero_weight_decay=None)
@@ -436,8 +434,7 @@ def test_miiii_comparisons_use_the_benchmarks_seed_noise(tmp_path):
 
 
 def test_the_summary_and_the_order_of_generalisation_read_each_run():
-    from rt_lib.experiments.miiii_training import (generalisation_order, generalisation_table,
-                                                   summary_table)
+    from rt_lib.experiments.miiii_training import generalisation_order, generalisation_table, summary_table
     runs = {"T_miiii": _fake_run("miiii", 2.0, {5: 300, 2: 500, 3: 300}),
             "T_basis": _fake_run("basis", 2.0, {})}
     tables = {label: generalisation_table(r, 0.99) for label, r in runs.items()}

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rt_lib.pipeline import runner
+from rt_lib.experiment import PARAMETERS_FILE
 from rt_lib.experiments import miiii_training as mi
 from rt_lib.experiments.miiii_embeddings import EmbeddingParams
 from rt_lib.experiments.miiii_neurons import NeuronParams
 from rt_lib.experiments.random_miiii import RandomMiiiiParams
-from rt_lib.experiment import PARAMETERS_FILE
+from rt_lib.pipeline import runner
 from rt_lib.runtime.context import CONFIGS
 
 PROJECT = Path(runner.__file__).resolve().parents[2]

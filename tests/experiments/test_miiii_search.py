@@ -7,8 +7,7 @@ import sys
 import optuna
 import pytest
 
-from rt_lib.experiments.miiii_search import (SearchParams, objective, open_study, run_until,
-                                             trials_table)
+from rt_lib.experiments.miiii_search import SearchParams, objective, open_study, run_until, trials_table
 from rt_lib.training.train import train
 
 SPACE = {"dropout": [0.0, 0.1], "lr": [1e-2, 3e-3]}

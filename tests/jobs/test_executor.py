@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 import torch
 
-from rt_lib.jobs import executor as ex
 from rt_lib.experiments.common import train_grid
 from rt_lib.experiments.modular_addition import ModularAdditionParams
+from rt_lib.jobs import executor as ex
 from rt_lib.runtime.io import PROJECT_ROOT
 
 # The job functions below live in this test module, which a job's process cannot import: they

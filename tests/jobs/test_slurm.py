@@ -10,7 +10,6 @@ them with whatever else runs.
 from __future__ import annotations
 
 import json
-from collections import Counter
 import os
 import re
 import shutil
@@ -18,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import cloudpickle

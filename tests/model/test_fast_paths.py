@@ -4,8 +4,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from rt_lib.model.fast_paths import distinct_rows, last_logits, token_tables_apply, unembed
 from rt_lib.model import build_model, miiii_config
+from rt_lib.model.fast_paths import distinct_rows, last_logits, token_tables_apply, unembed
 from rt_lib.tasks.miiii import miiii_task
 
 

@@ -28,8 +28,10 @@ def test_every_activation_has_its_transformerlens_name_and_shape():
         want |= {f"blocks.{i}.hook_resid_pre": (b, t, d), f"blocks.{i}.hook_attn_out": (b, t, d),
                  f"blocks.{i}.hook_resid_mid": (b, t, d), f"blocks.{i}.hook_mlp_out": (b, t, d),
                  f"blocks.{i}.hook_resid_post": (b, t, d),
-                 f"blocks.{i}.attn.hook_q": (b, h, t, k), f"blocks.{i}.attn.hook_k": (b, h, t, k),
-                 f"blocks.{i}.attn.hook_v": (b, h, t, k), f"blocks.{i}.attn.hook_z": (b, h, t, k),
+                 # TransformerLens: [batch, pos, head_index, d_head]; the pattern
+                 # [batch, head_index, query_pos, key_pos]
+                 f"blocks.{i}.attn.hook_q": (b, t, h, k), f"blocks.{i}.attn.hook_k": (b, t, h, k),
+                 f"blocks.{i}.attn.hook_v": (b, t, h, k), f"blocks.{i}.attn.hook_z": (b, t, h, k),
                  f"blocks.{i}.attn.hook_pattern": (b, h, t, t),
                  f"blocks.{i}.mlp.hook_pre": (b, t, m), f"blocks.{i}.mlp.hook_post": (b, t, m)}
     assert {name: tuple(a.shape) for name, a in cache.items()} == want
@@ -44,7 +46,7 @@ def test_the_cached_activations_are_what_the_weights_compute():
     ln = F.layer_norm(cache["blocks.0.hook_resid_pre"], (16,), blk.ln1.w, blk.ln1.b, eps=1e-5)
     q = torch.einsum("btd,hdk->bhtk", ln, blk.attn.W_Q) + blk.attn.b_Q[:, None]
     key = torch.einsum("btd,hdk->bhtk", ln, blk.attn.W_K) + blk.attn.b_K[:, None]
-    torch.testing.assert_close(cache["blocks.0.attn.hook_q"], q, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(cache["blocks.0.attn.hook_q"], q.transpose(1, 2), rtol=1e-5, atol=1e-6)
     scores = q @ key.transpose(-1, -2) / 2.0  # sqrt(d_head = 4)
     scores = scores.masked_fill(torch.ones(6, 6, dtype=torch.bool).triu(1), float("-inf"))
     torch.testing.assert_close(cache["blocks.0.attn.hook_pattern"], scores.softmax(-1),
@@ -66,8 +68,8 @@ def test_zeroing_a_heads_output_equals_removing_its_rows_of_W_O():
     x = torch.tensor([[3, 5, 13], [7, 1, 13]])
 
     def zero_head_2(z, hook):
-        z = z.clone()
-        z[:, 2] = 0.0
+        z = z.clone()  # [batch, pos, head_index, d_head]
+        z[:, :, 2] = 0.0
         return z
 
     ablated = model.run_with_hooks(x, [("blocks.0.attn.hook_z", zero_head_2)], last_only=True)
@@ -116,7 +118,7 @@ def test_mean_ablating_a_head_equals_its_weights_replaced_by_its_mean_write():
     x = torch.cat([x, torch.full((len(x), 1), 13)], 1)
     ablated = mean_ablate_heads(model, x, [(0, 1)], last_only=True)
     _, cache = model.run_with_cache(x, ["blocks.0.attn.hook_z"], last_only=True)
-    mean_write = cache["blocks.0.attn.hook_z"][:, 1, -1].mean(0) @ model.blocks[0].attn.W_O[1]
+    mean_write = cache["blocks.0.attn.hook_z"][:, -1, 1].mean(0) @ model.blocks[0].attn.W_O[1]
     by_weights = build_model(model.cfg, 0).eval()
     by_weights.load_state_dict(model.state_dict())
     with torch.no_grad():
@@ -129,3 +131,36 @@ def test_mean_ablating_a_head_equals_its_weights_replaced_by_its_mean_write():
     # a few rows at a time: the same mean over all of them, the same logits
     in_parts = mean_ablate_heads(model, x, [(0, 1)], last_only=True, batch_size=50)
     torch.testing.assert_close(in_parts, ablated, rtol=1e-5, atol=1e-6)
+
+
+def _fired(model, run):
+    """The names of the hook points that fire while ``run()`` runs."""
+    fired = []
+    hooks = [(name, lambda a, hook: fired.append(hook.name)) for name in model.hook_points()]
+    with model.hooks(hooks):
+        run()
+    return set(fired)
+
+
+# Which hook points the fast paths pass through (rt_lib/model/fast_paths.py's docstring says the
+# same): the embedding's, each block's writes and its MLP's, never the attention's nor resid_pre.
+BLOCK_WRITES = ("hook_attn_out", "hook_resid_mid", "hook_mlp_out", "hook_resid_post",
+                "mlp.hook_pre", "mlp.hook_post")
+
+
+def test_the_fast_paths_fire_the_embedding_write_and_mlp_hooks_and_no_attention_hook():
+    from rt_lib.model import fast_paths
+
+    model, x = _gpt2(), _tokens()
+    plain = _fired(model, lambda: model(x))
+    assert plain == set(model.hook_points())  # the plain forward fires all 26
+    fast = _fired(model, lambda: fast_paths.logits(model, x))
+    assert fast == {"hook_embed", "hook_pos_embed"} | {f"blocks.{i}.{n}" for i in range(2)
+                                                        for n in BLOCK_WRITES}
+    # a one-block model's (position, token) tables skip the embedding's hooks too
+    miiii = build_model(miiii_config(13, d_model=32, n_heads=4, dropout=0.0), 0).eval()
+    pairs = torch.cartesian_prod(torch.arange(13), torch.arange(13))
+    rows = torch.cat([pairs, torch.full((len(pairs), 1), 13)], 1)
+    assert fast_paths.token_tables_apply(miiii, rows)
+    tables = _fired(miiii, lambda: fast_paths.last_logits(miiii, rows))
+    assert tables == {f"blocks.0.{n}" for n in BLOCK_WRITES}

@@ -8,11 +8,20 @@ import torch.nn.functional as F
 from torch import nn
 
 import rt_lib.model
-from rt_lib.model import fast_paths
+from rt_lib.model import (
+    LSTM,
+    TRAINABLE_PARAMS,
+    LSTMConfig,
+    Transformer,
+    TransformerConfig,
+    build_model,
+    count_params,
+    eval_mode,
+    fast_paths,
+    miiii_config,
+    sinusoidal_positions,
+)
 from rt_lib.model.fast_paths import last_logits, shared_prefixes
-from rt_lib.model import (LSTM, TRAINABLE_PARAMS, LSTMConfig, Transformer, TransformerConfig,
-                          build_model, count_params, eval_mode, miiii_config,
-                          sinusoidal_positions)
 
 
 def tiny(**kw):

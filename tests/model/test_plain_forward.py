@@ -9,9 +9,16 @@ import pytest
 import torch
 
 import rt_lib.model
-from rt_lib.model import fast_paths
-from rt_lib.model import (LSTMConfig, Transformer, TransformerConfig, attend, attention_pattern,
-                          build_model, miiii_config)
+from rt_lib.model import (
+    LSTMConfig,
+    Transformer,
+    TransformerConfig,
+    attend,
+    attention_pattern,
+    build_model,
+    fast_paths,
+    miiii_config,
+)
 from rt_lib.model.fast_paths import SHORT_SEQ, attend_fused, attend_short, attention_kernel
 from rt_lib.tasks.modular import modular_addition
 from rt_lib.training.train import TrainConfig, make_optimizer, train_step

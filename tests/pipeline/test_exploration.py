@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 from rt_lib.claims.ledger import ledger
-from rt_lib.pipeline import runner
 from rt_lib.experiment import PARAMETERS_FILE
+from rt_lib.pipeline import runner
 
 PROJECT = Path(runner.__file__).resolve().parents[2]
 

@@ -18,10 +18,10 @@ import pandas as pd
 import pytest
 import torch
 
+from rt_lib.model import TransformerConfig, build_model
 from rt_lib.pipeline import runner
 from rt_lib.runtime.io import NOTEBOOKS, CorruptFileError, atomic_save_torch, load_torch
 from rt_lib.runtime.manifest import Manifest, output_files
-from rt_lib.model import TransformerConfig, build_model
 from rt_lib.tasks import modular_addition
 from rt_lib.training.train import TrainConfig, train
 

@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from rt_lib.pipeline import runner
-from rt_lib.pipeline import plan as planning
 from rt_lib.experiments import miiii_training
+from rt_lib.pipeline import plan as planning
+from rt_lib.pipeline import runner
 from rt_lib.pipeline.registry import registry
 from rt_lib.runtime.context import CONFIGS
 from rt_lib.runtime.io import PROJECT_ROOT
@@ -124,8 +124,8 @@ def test_the_chunk_listing_names_each_chunks_latest_kept_evidence(tmp_path, monk
     count."""
     import shutil
 
-    from rt_lib.site import evidence
     from rt_lib.pipeline.report import list_runs
+    from rt_lib.site import evidence
 
     (kept,) = (PROJECT_ROOT / "evidence" / "gpu").glob("2026-11-27T1914-h100")
     root = tmp_path / "evidence"

@@ -36,7 +36,7 @@ async def _reply_after_a_lost_wakeup(channel_class: type, timeout: float) -> str
             time.sleep(0.01)
         try:
             msg = await asyncio.wait_for(task, timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return "no reply"
         return msg["msg_type"]
     finally:

@@ -3,9 +3,9 @@
 import nbformat
 import pytest
 
+from rt_lib.pipeline import plan as planning
 from rt_lib.pipeline import runner
 from rt_lib.runtime import seeding
-from rt_lib.pipeline import plan as planning
 
 
 def test_the_test_run_hands_out_each_notebook_after_those_it_reads():

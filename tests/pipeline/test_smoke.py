@@ -10,15 +10,15 @@ from dataclasses import fields, replace
 import pytest
 from torch.utils.flop_counter import FlopCounterMode
 
-from rt_lib.pipeline import runner
 from rt_lib.experiments import miiii_training
 from rt_lib.experiments.common import GridParams
-from rt_lib.pipeline.registry import registry
-from rt_lib.training.footprint import StepShape, measure, on_meta
-from rt_lib.runtime.io import PROJECT_ROOT
 from rt_lib.model import TransformerConfig, build_model
+from rt_lib.pipeline import runner
+from rt_lib.pipeline.registry import registry
+from rt_lib.runtime.io import PROJECT_ROOT
 from rt_lib.runtime.params import Params
 from rt_lib.tasks import modular_addition
+from rt_lib.training.footprint import StepShape, measure, on_meta
 from rt_lib.training.train import TrainConfig, make_optimizer, train_step
 
 # What a smoke test may change: how long, how much is evaluated, how many rows a step takes,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from rt_lib.pipeline import runner
 from rt_lib.pipeline import plan as planning
+from rt_lib.pipeline import runner
 from rt_lib.pipeline.registry import registry
 
 pytestmark = pytest.mark.fault

@@ -44,8 +44,8 @@ from matplotlib.testing.compare import compare_images
 from matplotlib.testing.exceptions import ImageComparisonFailure
 
 import rt_lib
-from rt_lib.plots import figures as plots
 from rt_lib.analysis.activations import PCA
+from rt_lib.plots import figures as plots
 from rt_lib.runtime.io import save_figure
 
 BASELINES = Path(__file__).parent / "baseline_figures"
@@ -453,11 +453,11 @@ def test_active_frequencies_draw_a_control_run_dashed_in_each_lines_colour():
     fig, ax = plt.subplots()
     try:
         plots.plot_active_frequencies(ax, table, control=control)
-        solid = [l for l in ax.get_lines() if l.get_linestyle() == "-"]
-        dashed = [l for l in ax.get_lines() if l.get_linestyle() == "--"]
-        assert [list(l.get_ydata()) for l in dashed] == [[0, 11, 12], [0, 4, 5]]
-        assert [l.get_color() for l in dashed] == [l.get_color() for l in solid]
-        assert all(l.get_label().startswith("T_basis: ") for l in dashed)
+        solid = [line for line in ax.get_lines() if line.get_linestyle() == "-"]
+        dashed = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
+        assert [list(line.get_ydata()) for line in dashed] == [[0, 11, 12], [0, 4, 5]]
+        assert [line.get_color() for line in dashed] == [line.get_color() for line in solid]
+        assert all(line.get_label().startswith("T_basis: ") for line in dashed)
     finally:
         plt.close(fig)
 

@@ -6,14 +6,14 @@ import math
 import pytest
 import torch
 
-from rt_lib.pipeline import runner
-from rt_lib.training.batched import train_batched
 from rt_lib.experiments.modular_addition import ModularAdditionParams
 from rt_lib.experiments.tinystories import TinyStoriesParams
-from rt_lib.runtime.context import env_threads
 from rt_lib.model import TransformerConfig, build_model
+from rt_lib.pipeline import runner
+from rt_lib.runtime.context import env_threads
 from rt_lib.runtime.seeding import set_threads
 from rt_lib.tasks import modular_addition
+from rt_lib.training.batched import train_batched
 from rt_lib.training.train import NonFiniteLossError, TrainConfig, train
 
 

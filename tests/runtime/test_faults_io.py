@@ -25,11 +25,21 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from rt_lib.pipeline import runner
-from rt_lib.runtime.io import (CorruptFileError, DamagedFileError, WriteFailedError, atomic_path, atomic_save_torch,
-                       atomic_write_text, load_torch, save_csv, save_figure, use_folder)
-from rt_lib.runtime.manifest import Manifest
 from rt_lib.model import TransformerConfig, build_model
+from rt_lib.pipeline import runner
+from rt_lib.runtime.io import (
+    CorruptFileError,
+    DamagedFileError,
+    WriteFailedError,
+    atomic_path,
+    atomic_save_torch,
+    atomic_write_text,
+    load_torch,
+    save_csv,
+    save_figure,
+    use_folder,
+)
+from rt_lib.runtime.manifest import Manifest
 from rt_lib.tasks import modular_addition
 from rt_lib.training.train import TrainConfig, train
 

@@ -8,9 +8,9 @@ from typing import ClassVar
 
 import pytest
 
-from rt_lib.pipeline import runner
-from rt_lib.pipeline import plan as planning
 from rt_lib.experiment import folder_name, slug
+from rt_lib.pipeline import plan as planning
+from rt_lib.pipeline import runner
 from rt_lib.pipeline.registry import registry
 from rt_lib.runtime.params import Params, parameters_cell
 

@@ -20,8 +20,8 @@ import pytest
 import torch
 import yaml
 
-from rt_lib.site import evidence
 from rt_lib.runtime.io import PROJECT_ROOT, DamagedFileError
+from rt_lib.site import evidence
 from rt_lib.site.pages import NOT_RECORDED, build_site
 
 NAME = "05_memorisation"  # the quickest notebook of the smoke run: a claim, a figure, models

@@ -14,12 +14,10 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from rt_lib.pipeline import runner
-from rt_lib.pipeline import progress
 from rt_lib.analysis.activations import pca
+from rt_lib.pipeline import progress, runner
+from rt_lib.site.pages import MATHJAX, MATHJAX_SCRIPT, SITE, build_site, claims_table, mathjax_files
 from rt_lib.site.static_explorers import Control, FrameExplorer, frame_explorer, pc_frames
-from rt_lib.site.pages import (MATHJAX, MATHJAX_SCRIPT, SITE, build_site, claims_table,
-                         mathjax_files)
 
 
 def _png(value: int) -> bytes:

@@ -8,8 +8,7 @@ import torch
 
 from rt_lib.experiments.common import model_config
 from rt_lib.model import build_model, count_params
-from rt_lib.tasks import IGNORE, DecimalAddition, NeedleInAHaystack, Parentheses, memorisation
-from rt_lib.tasks import dyck
+from rt_lib.tasks import IGNORE, DecimalAddition, NeedleInAHaystack, Parentheses, dyck, memorisation
 from rt_lib.tasks.decimal import EQUALS, OUT_OFFSET, PAD, PLUS, STOP
 from rt_lib.tasks.dyck import random_dyck_steps
 from rt_lib.tasks.needle import MARKER_OFFSET, MAX_KEYS, QUERY_OFFSET
@@ -161,7 +160,7 @@ def test_decimal_sums_match_python_integers(n_digits):
 def test_decimal_scores_every_sum_digit_and_the_stop_token():
     task = DecimalAddition(n_digits=4, n_test=20)
     x, y = task.get_batch(0, 200, seed=0)
-    for (a, b, s), tgt in zip(decimal_reference(x, y), y.tolist()):
+    for (_a, _b, s), tgt in zip(decimal_reference(x, y), y.tolist()):
         out = [t for t in tgt if t != IGNORE]
         assert out[-1] == STOP
         assert len(out) == len(str(s)) + 1  # digits of the sum, no leading zero, then stop

@@ -5,10 +5,10 @@ from dataclasses import replace
 import pytest
 import torch
 
-from rt_lib.training.batched import can_batch, train_batched
-from rt_lib.model.fast_paths import last_logits, shared_prefixes
 from rt_lib.model import LSTMConfig, TransformerConfig, build_model
+from rt_lib.model.fast_paths import last_logits, shared_prefixes
 from rt_lib.tasks.modular import modular_addition
+from rt_lib.training.batched import can_batch, train_batched
 from rt_lib.training.train import TrainConfig, train
 
 

@@ -2,8 +2,7 @@
 
 import torch
 
-from rt_lib.model import fast_paths
-from rt_lib.model import TransformerConfig, build_model, miiii_config
+from rt_lib.model import TransformerConfig, build_model, fast_paths, miiii_config
 from rt_lib.tasks.modular import modular_addition
 from rt_lib.training.train import TrainConfig, make_optimizer, train, train_step
 

@@ -5,8 +5,17 @@ import torch
 
 from rt_lib.model import LSTMConfig, TransformerConfig, build_model
 from rt_lib.tasks import modular_addition
-from rt_lib.training.train import (TrainConfig, eval_due, log_spaced_steps, lr_lambda, make_optimizer,
-                          param_groups, train)
+from rt_lib.training.train import (
+    TrainConfig,
+    eval_due,
+    log_spaced_steps,
+    lr_lambda,
+    make_optimizer,
+    param_groups,
+    prepare,
+    train,
+    train_step,
+)
 
 
 def tiny_task():
@@ -229,3 +238,44 @@ def test_log_spaced_evaluation_and_kept_snapshots(tmp_path):
     assert not torch.equal(early, model.W_E.detach())
     with pytest.raises(ValueError, match="snapshot_dir"):
         quick(snapshot_steps=(5,))
+
+
+
+@pytest.mark.parametrize("which", ["miiii tables, batch dropout", "miiii gpt2 dropout", "modular"])
+def test_a_deterministic_step_never_reads_uninitialised_memory(which):
+    """prepare() turns off deterministic mode's NaN fill of new tensors: a training step gives
+    the same bits with the fill on, where a read of unwritten memory would show as a NaN."""
+    from rt_lib.model import miiii_config
+    from rt_lib.tasks.miiii import miiii_task
+    from rt_lib.training.grokfast import Grokfast
+
+    if which == "modular":
+        task, model_cfg, grokfast = tiny_task(), tiny_model().cfg, False
+    else:
+        task = miiii_task(13, "miiii", split="code", train_fraction=0.5)
+        kw = {} if which.startswith("miiii tables") else {"dropout_at": "gpt2", "dropout_mask": "sample"}
+        model_cfg = miiii_config(13, d_model=32, n_heads=4, dropout=0.1, **kw)
+        grokfast = True
+    cfg = TrainConfig(**RECIPE | {"batch_size": None if grokfast else 8}, progress=False,
+                      deterministic=True, seed=1)
+
+    def steps(fill: bool) -> list[torch.Tensor]:
+        prepare(cfg, torch.device("cpu"))
+        assert torch.utils.deterministic.fill_uninitialized_memory is False
+        torch.utils.deterministic.fill_uninitialized_memory = fill
+        torch.manual_seed(0)
+        model = build_model(model_cfg, 0)
+        hook = Grokfast(0.98, 2.0, "zero") if grokfast else None  # its EMA is state: one per run
+        optimizer = make_optimizer(model, cfg)
+        x, y = task.get_batch(0, cfg.batch_size, 1)
+        for step in range(cfg.steps):
+            train_step(model, task, optimizer, x, y, cfg, hook, step)
+        return [p.detach().clone() for p in model.parameters()]
+
+    try:
+        with_fill, without = steps(True), steps(False)
+    finally:
+        torch.utils.deterministic.fill_uninitialized_memory = True
+        torch.use_deterministic_algorithms(False)
+    assert all(torch.equal(a, b) for a, b in zip(with_fill, without, strict=True))
+    assert all(torch.isfinite(a).all() for a in with_fill)
