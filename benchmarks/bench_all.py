@@ -99,7 +99,7 @@ def cpu_cases() -> dict[str, Callable[[], Setup]]:
         tinystories,
     )
     from rt_lib.experiments.miiii_search import SearchParams
-    from rt_lib.experiments.miiii_training import MiiiiParams
+    from rt_lib.experiments.miiii_common import MiiiiParams
     from rt_lib.experiments.random_miiii import RandomMiiiiParams
 
     cases = {}
@@ -177,7 +177,7 @@ def paper_cases() -> dict[str, Callable[[], Setup]]:
 
     from rt_lib.experiments import modular_addition, needle_in_a_haystack
     from rt_lib.experiments.common import model_config
-    from rt_lib.experiments.miiii_training import MiiiiParams
+    from rt_lib.experiments.miiii_common import MiiiiParams
     from rt_lib.model import build_model
 
     def paper(name: str) -> dict:

@@ -33,7 +33,7 @@ from pathlib import Path
 import pandas as pd
 
 from rt_lib.claims.verdicts import larger
-from rt_lib.experiments.miiii_training import MiiiiParams
+from rt_lib.experiments.miiii_common import MiiiiParams
 from rt_lib.runtime.params import coerce, load_value
 from rt_lib.training.train import train
 

@@ -26,7 +26,7 @@ import sys
 import time
 import typing
 
-from rt_lib.experiments.miiii_training import MiiiiParams
+from rt_lib.experiments.miiii_common import MiiiiParams
 from rt_lib.training.train import train
 
 CHECKPOINTS = (1500, 3000, 5000, 10000, 15000, 20000)  # epochs at which the heads are counted

@@ -40,7 +40,7 @@ def main() -> int:
         differ.append(name)
         if not args.check:
             cell["source"] = want.splitlines(keepends=True)
-            atomic_write_text(path, json.dumps(notebook, indent=1, ensure_ascii=False))
+            atomic_write_text(path, json.dumps(notebook, indent=1, ensure_ascii=False) + "\n")
     verb = "differ from their Params classes" if args.check else "rewritten from their Params classes"
     print(f"{len(differ)} parameters cell(s) {verb}" + (f": {', '.join(differ)}" if differ else ""))
     return 1 if args.check and differ else 0

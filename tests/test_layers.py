@@ -172,3 +172,42 @@ def test_no_module_name_is_both_a_task_and_an_experiment():
     tasks = {p.stem for p in (ROOT / "tasks").glob("*.py")} - {"__init__"}
     experiments = {p.stem for p in (ROOT / "experiments").glob("*.py")} - {"__init__"}
     assert not tasks & experiments
+
+
+def notebook_modules() -> set[str]:
+    """The experiment modules that are a notebook's (they declare its EXPERIMENT), by stem."""
+    return {p.stem for p in (ROOT / "experiments").glob("*.py")
+            if "\nEXPERIMENT = " in p.read_text(encoding="utf-8")}
+
+
+def notebook_imports(path: Path, source: str | None = None) -> set[str]:
+    """The other notebooks' modules that the experiment module ``path`` imports."""
+    mods = notebook_modules()
+    return {module.split(".")[2] for _, module in imported(path, source)
+            if module.startswith("rt_lib.experiments.") and module.split(".")[2] in mods} - {path.stem}
+
+
+#: The notebooks that re-run or read other notebooks' tasks by those notebooks' own parameters
+#: classes: 06 (Table 2: 01-04's grids with other embeddings) and 09 (01-08's checkpoints).  Every
+#: other experiment module shares code through modules that are no notebook's (common.py,
+#: miiii_common.py, reporting.py).
+READS_PARAMS_OF = {
+    "embedding_ablations": {"decimal_addition", "modular_addition", "needle_in_a_haystack",
+                            "parentheses", "table1"},
+    "subspace": {"decimal_addition", "memorisation", "modular_addition", "needle_in_a_haystack",
+                 "parentheses", "tinystories"},
+}
+
+
+def test_no_experiment_module_imports_another_notebooks_module():
+    assert {"miiii_training", "miiii_embeddings", "random_miiii"} <= notebook_modules()
+    assert "miiii_common" not in notebook_modules()
+    found = {p.stem: notebook_imports(p) for p in sorted((ROOT / "experiments").glob("*.py"))}
+    assert {stem: mods for stem, mods in found.items() if mods} == READS_PARAMS_OF
+
+
+def test_a_notebook_module_importing_another_is_found():
+    probe = ROOT / "experiments" / "miiii_neurons.py"
+    assert notebook_imports(probe, "from rt_lib.experiments.miiii_training import run\n") == {"miiii_training"}
+    assert notebook_imports(probe, "from rt_lib.experiments import miiii_training\n") == {"miiii_training"}
+    assert notebook_imports(probe, "from rt_lib.experiments.miiii_common import run\n") == set()

@@ -30,7 +30,7 @@ class MemorisationParams(GridParams):
     label_seed: int = 0  # the draw of the random labels
     # "authors": [x, n + y] read at y, vocabulary 2n (hdmemorize_exp.py); "equals": [x, n + y, '=']
     # read at '=', vocabulary 2n + 1 (rt_lib/tasks/random_labels.py)
-    layout: Literal["authors", "equals"] = "authors"
+    layout: Literal["authors", "equals"] = "authors"  # authors: [x, n+y] at y, vocab 2n; equals: [x, n+y, EQ] at EQ
     models: tuple[str, ...] = ("random transformer", "trained transformer")  # the two of Table 3
     widths: tuple[int, ...] = (48,)  # d_model (paper: 128)
     steps: int = 1500  # optimiser steps (375 epochs)

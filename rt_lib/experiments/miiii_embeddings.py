@@ -1,6 +1,6 @@
 """Experiment 12: what miiii's embeddings learned (Syrkis & Søgaard 2024, §4.1, Figs. 7-13).
 
-Analyses notebook 11's runs: it asks :func:`rt_lib.experiments.miiii_training.run` for the same
+Analyses notebook 11's runs: it asks :func:`rt_lib.experiments.miiii_common.run` for the same
 training settings (``train_params``: the values notebook 11 was given), which loads the finished
 runs, or trains them if notebook 11 has not run.
 """
@@ -17,8 +17,8 @@ from rt_lib.analysis import fourier
 from rt_lib.claims.ledger import Claims
 from rt_lib.claims.verdicts import BUDGET, HOLDS, NOT_SHOWN, RUNS, Verdict, beyond_noise, every, larger
 from rt_lib.experiment import Experiment
-from rt_lib.experiments.miiii_training import NAME as TRAINING
-from rt_lib.experiments.miiii_training import (
+from rt_lib.experiments.miiii_common import (
+    TRAINING,
     MiiiiParams,
     MiiiiRun,
     epochs_trained,

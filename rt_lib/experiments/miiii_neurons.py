@@ -18,8 +18,8 @@ from rt_lib.analysis import fourier
 from rt_lib.claims.ledger import Claims
 from rt_lib.claims.verdicts import BUDGET, HOLDS, NOT_SHOWN, RUNS, Verdict, bool_verdict, every, every_run, larger
 from rt_lib.experiment import Experiment
-from rt_lib.experiments.miiii_training import NAME as TRAINING
-from rt_lib.experiments.miiii_training import (
+from rt_lib.experiments.miiii_common import (
+    TRAINING,
     MiiiiParams,
     MiiiiRun,
     finished_run,

@@ -30,7 +30,7 @@ import pandas as pd
 from rt_lib.claims.ledger import Claims
 from rt_lib.claims.verdicts import bool_verdict
 from rt_lib.experiment import Experiment
-from rt_lib.experiments.miiii_training import MiiiiParams
+from rt_lib.experiments.miiii_common import MiiiiParams
 from rt_lib.jobs.executor import Job, run_jobs
 from rt_lib.jobs.executor import current as current_executor
 from rt_lib.jobs.resume import resume_dir
@@ -233,7 +233,7 @@ def finished(study: optuna.Study) -> int:
 
 def step_shapes(params: SearchParams) -> list:
     """The costliest corner of the space (widest, most heads, rt_lib.training.footprint), for every trial."""
-    from rt_lib.experiments.miiii_training import step_shapes as miiii_shapes
+    from rt_lib.experiments.miiii_common import step_shapes as miiii_shapes
 
     corner = {k: max(v) for k, v in params.space.items() if k in ("d_model", "n_heads")}
     trial = params.trial_params(corner)

@@ -16,8 +16,8 @@ import pandas as pd
 from rt_lib.claims.ledger import Claims
 from rt_lib.claims.verdicts import bool_verdict, larger
 from rt_lib.experiment import Experiment
-from rt_lib.experiments import miiii_training
-from rt_lib.experiments.miiii_training import MiiiiParams, MiiiiRun, smoke_train_params, training_params
+from rt_lib.experiments import miiii_common
+from rt_lib.experiments.miiii_common import MiiiiParams, MiiiiRun, smoke_train_params, training_params
 from rt_lib.runtime.params import Params, check_positive_ints
 
 NAME = "15_random_miiii"
@@ -65,7 +65,7 @@ class RandomMiiiiParams(Params):
 
 def step_shapes(params: RandomMiiiiParams) -> list:
     """The widest random transformer on T_miiii (the trained runs are notebook 11's)."""
-    shapes = [s for w in params.widths for s in miiii_training.step_shapes(params.random(w))]
+    shapes = [s for w in params.widths for s in miiii_common.step_shapes(params.random(w))]
     widest = max(params.widths)
     runs = (sum((w / widest) ** 2 for w in params.widths) * len(params.variants)
             * (1 + len(params.trained().extra_seeds)))
@@ -73,7 +73,7 @@ def step_shapes(params: RandomMiiiiParams) -> list:
 
 
 EXPERIMENT = Experiment(
-    NAME, RandomMiiiiParams, reads=(miiii_training.NAME,), step_shapes=step_shapes,
+    NAME, RandomMiiiiParams, reads=(miiii_common.TRAINING,), step_shapes=step_shapes,
     title="the random transformer on miiii's tasks (beyond both papers)",
     not_shown_on_cpu={
         "random-solves-fewer-heads-d128": (
@@ -88,10 +88,10 @@ def run(params: RandomMiiiiParams, seed: int | None = None) -> dict[str, MiiiiRu
     ``extra_seeds`` instead (:func:`seed_runs`)."""
     out: dict[str, MiiiiRun] = {}
     trained = params.trained()
-    for r in miiii_training.run(trained, seed=seed).values():  # notebook 11's: reused when finished
+    for r in miiii_common.run(trained, seed=seed).values():  # notebook 11's: reused when finished
         out[f"trained (d={trained.d_model}) · T_{r.variant}"] = r
     for width in params.widths:
-        for r in miiii_training.run(params.random(width), name=NAME, seed=seed).values():
+        for r in miiii_common.run(params.random(width), name=NAME, seed=seed).values():
             out[f"random (d={width}) · T_{r.variant}"] = r
     return out
 
@@ -124,9 +124,9 @@ def solved(table: pd.DataFrame, column: str, threshold: float = 0.95) -> list[in
 
 def heads_at(r: MiiiiRun, epoch: int, threshold: float = 0.95) -> list[int]:
     """The heads q of ``r`` at validation accuracy ``threshold`` or more after exactly ``epoch``
-    epochs (:func:`rt_lib.experiments.miiii_training.row_at`): a run compared with a shorter
+    epochs (:func:`rt_lib.experiments.miiii_common.row_at`): a run compared with a shorter
     one is read at the shorter one's end."""
-    row = miiii_training.row_at(r, epoch)
+    row = miiii_common.row_at(r, epoch)
     return [int(q) for q in r.task.qs if row[f"valid_acc_q{q}"] >= threshold]
 
 

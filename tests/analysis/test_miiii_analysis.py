@@ -11,7 +11,7 @@ import torch
 from rt_lib.analysis import fourier
 from rt_lib.experiments import miiii_neurons as mn
 from rt_lib.experiments import miiii_training as mi
-from rt_lib.experiments.miiii_training import MiiiiParams
+from rt_lib.experiments.miiii_common import MiiiiParams
 from rt_lib.experiments.random_miiii import RandomMiiiiParams, per_head_table
 from rt_lib.experiments.random_miiii import run as run_random
 from rt_lib.model import build_model, miiii_config

@@ -129,7 +129,8 @@ def test_grokfast_rejects_bad_settings():
 
 
 def test_a_miiii_run_is_resumed_not_retrained(results_tmp):
-    from rt_lib.experiments.miiii_training import MiiiiParams, generalisation_table, run, runs_to_do
+    from rt_lib.experiments.miiii_common import MiiiiParams, run, runs_to_do
+    from rt_lib.experiments.miiii_training import generalisation_table
 
     params = MiiiiParams(p=7, variants=("miiii",), d_model=16, n_heads=2, epochs=30,
                          eval_points=5, n_snapshots=3, train_fraction=0.6, dropout_zero=True)
@@ -155,7 +156,7 @@ def test_a_miiii_run_is_resumed_not_retrained(results_tmp):
 
 
 def test_miiii_parameters_are_checked():
-    from rt_lib.experiments.miiii_training import MiiiiParams
+    from rt_lib.experiments.miiii_common import MiiiiParams
 
     with pytest.raises(ValueError, match="must be a prime"):
         MiiiiParams(p=15)
@@ -172,14 +173,14 @@ def test_miiii_parameters_are_checked():
 def test_full_epoch_variants_get_t_miiiis_epochs_under_the_same_run_key():
     from dataclasses import replace
 
-    from rt_lib.experiments.miiii_training import MiiiiParams
+    from rt_lib.experiments.miiii_common import MiiiiParams
 
     params = MiiiiParams(epochs=300, baseline_epochs=20, full_epoch_variants=("masked",))
     assert [params.epochs_for(v, lamb) for v, lamb in
             [("miiii", 2.0), ("masked", 2.0), ("basis", 2.0), ("nanda", 2.0), ("miiii", 0.0)]] == [
         300, 300, 20, 20, 20]
     # the dropout-0 run is T_miiii's task at T_miiii's λ: T_miiii's epochs, not the baselines'
-    from rt_lib.experiments.miiii_training import runs_to_do
+    from rt_lib.experiments.miiii_common import runs_to_do
     assert [own.epochs_for(v, lamb) for v, lamb, own in runs_to_do(params) if own.dropout == 0] == [300]
     # a run is keyed by what it computes: T_masked at 300 epochs is the run every baseline at
     # full epochs makes, and T_basis at 20 is not T_basis at 300
@@ -192,7 +193,7 @@ def test_full_epoch_variants_get_t_miiiis_epochs_under_the_same_run_key():
 def test_the_lambda_zero_run_trains_at_its_own_recipe_and_only_its_key_says_so():
     from dataclasses import replace
 
-    from rt_lib.experiments.miiii_training import MiiiiParams, runs_to_do
+    from rt_lib.experiments.miiii_common import MiiiiParams, runs_to_do
 
     def keys(params):
         return {(v, lamb, own.dropout): own.run_key(v, lamb) for v, lamb, own in runs_to_do(params)}
@@ -224,7 +225,7 @@ def _fake_run(variant, lamb, generalise_at, epochs=1000, dropout=None, periodic=
     at chance); train accuracy 1 from epoch 100."""
     import pandas as pd
 
-    from rt_lib.experiments.miiii_training import MiiiiRun
+    from rt_lib.experiments.miiii_common import MiiiiRun
     from rt_lib.training.train import TrainConfig, TrainResult
 
     task = miiii_task(p, variant, train_fraction=0.5)
@@ -251,7 +252,8 @@ def _fake_run(variant, lamb, generalise_at, epochs=1000, dropout=None, periodic=
 
 def test_miiii_claims_read_the_baselines_at_equal_epochs(tmp_path):
     from rt_lib.claims.ledger import Claims
-    from rt_lib.experiments.miiii_training import MiiiiParams, check_claims, generalisation_table
+    from rt_lib.experiments.miiii_common import MiiiiParams
+    from rt_lib.experiments.miiii_training import check_claims, generalisation_table
 
     every = {2: 300, 3: 300, 5: 500, 7: 500, 11: 700, 13: 700}
     runs = {"T_miiii": _fake_run("miiii", 2.0, every),
@@ -292,7 +294,8 @@ def test_at_the_paper_profiles_settings_notebook_11s_claims_can_hold_and_fail(tm
     where the seeds do not separate, it is not shown.  One seed (the CPU profile) shows none of
     the comparisons, whatever the runs."""
     from rt_lib.claims.ledger import Claims
-    from rt_lib.experiments.miiii_training import NAME, MiiiiParams, check_claims, generalisation_table
+    from rt_lib.experiments.miiii_common import MiiiiParams
+    from rt_lib.experiments.miiii_training import NAME, check_claims, generalisation_table
     from rt_lib.pipeline import runner
 
     (job,) = runner.plan("paper", ["11"], {})
@@ -358,7 +361,8 @@ def test_at_the_paper_profiles_settings_notebook_11s_claims_can_hold_and_fail(tm
 
 def test_the_small_primes_and_masked_claims_read_the_order_heads_generalised_in(tmp_path):
     from rt_lib.claims.ledger import Claims
-    from rt_lib.experiments.miiii_training import MiiiiParams, check_claims, generalisation_table
+    from rt_lib.experiments.miiii_common import MiiiiParams
+    from rt_lib.experiments.miiii_training import check_claims, generalisation_table
 
     def margin(runs, claim):
         tables = {label: generalisation_table(r, 0.95) for label, r in runs.items()}
@@ -390,7 +394,8 @@ def test_miiii_comparisons_use_the_benchmarks_seed_noise(tmp_path):
     CPU profile's settings: a lead beyond twice the noise holds, a tie is not shown, the reverse
     fails; other settings or another epoch have no noise to judge by."""
     from rt_lib.claims.ledger import Claims
-    from rt_lib.experiments.miiii_training import MiiiiParams, check_claims, generalisation_table, seed_noise
+    from rt_lib.experiments.miiii_common import MiiiiParams
+    from rt_lib.experiments.miiii_training import check_claims, generalisation_table, seed_noise
 
     # the CPU profile's settings, λ = 0 at the recipe tuned with grokfast (what the benchmark ran)
     params = MiiiiParams(lambda_zero_weight_decay=None)

@@ -235,7 +235,7 @@ def test_the_runner_refuses_an_unknown_executor_setting(tmp_path):
 def test_miiii_runs_as_local_jobs_equal_the_inline_runs(tmp_path, monkeypatch, run_context):
     """Notebook 11's runs (T_miiii and its λ = 0 baseline) trained by jobs into their folders,
     then loaded by the notebook as finished runs: the same histories and weights as inline."""
-    from rt_lib.experiments.miiii_training import MiiiiParams, run
+    from rt_lib.experiments.miiii_common import MiiiiParams, run
 
     params = MiiiiParams(p=7, variants=("miiii",), d_model=16, n_heads=2, epochs=20,
                          eval_points=4, n_snapshots=2, train_fraction=0.6, baseline_epochs=20,

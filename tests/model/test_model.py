@@ -322,7 +322,7 @@ def test_he_jax_init_matches_jax_he_normal_formula():
 def test_miiii_config_is_the_authors_model_by_default():
     # miiii/model.py at ab76fe1: he_normal everywhere, dropout on the residual stream with the
     # key shared by the vmapped batch; notebook 11's CPU recipe is an explicit override
-    from rt_lib.experiments.miiii_training import MiiiiParams
+    from rt_lib.experiments.miiii_common import MiiiiParams
     from rt_lib.model import miiii_config
 
     cfg = miiii_config(37)

@@ -483,7 +483,7 @@ def _with_its_sha256(path: Path, raw: bytes) -> None:
 
 @pytest.mark.parametrize("damage", ["cut short", "cut short, its sha256 too", "not a snapshot"])
 def test_miiii_neurons_names_a_damaged_snapshot_of_notebook_11(damage, results_tmp):
-    from rt_lib.experiments.miiii_training import snapshot_models
+    from rt_lib.experiments.miiii_common import snapshot_models
 
     run = _snapshot_run(results_tmp / "11_miiii_training" / "runs" / "miiii_l0.5")
     assert sorted(snapshot_models(run)) == [10, 20]
@@ -554,7 +554,7 @@ def test_miiii_search_names_a_damaged_study_and_leaves_its_bytes(damage, results
 
 def test_a_damaged_parameters_file_of_notebook_11_is_named_by_its_readers(results_tmp,
                                                                           monkeypatch):
-    from rt_lib.experiments.miiii_training import explored_train_params
+    from rt_lib.experiments.miiii_common import explored_train_params
 
     monkeypatch.setattr("rt_lib.runtime.io._folders", {})
     monkeypatch.delenv("RT_RUN", raising=False)
