@@ -98,8 +98,8 @@ def cpu_cases() -> dict[str, Callable[[], Setup]]:
         parentheses,
         tinystories,
     )
-    from rt_lib.experiments.miiii_search import SearchParams
     from rt_lib.experiments.miiii_common import MiiiiParams
+    from rt_lib.experiments.miiii_search import SearchParams
     from rt_lib.experiments.random_miiii import RandomMiiiiParams
 
     cases = {}

@@ -53,22 +53,24 @@ def kept_rows(profile: str, evidence_root: Path | None = None
               ) -> list[tuple[str, str, str, str, str, str, str]]:
     """(id, notebook, status, ours or paper, task, measured / why, job) per claim the kept runs of
     ``profile`` recorded, each from the latest job that recorded it; ledger order, then ours."""
-    from rt_lib.site.evidence import kept_runs, oldest_first
+    from rt_lib.site.evidence import STALE, kept_runs, oldest_first
 
-    latest: dict[str, tuple[str, object, str]] = {}
+    latest: dict[str, tuple[str, object, object]] = {}
     jobs = oldest_first(r for r in kept_runs(evidence_root) if r.profile == profile)
     for job in jobs:
         for notebook, table in job.claims.items():
             for row in table.itertuples():
-                latest[row.id] = (notebook, row, job.folder.name)
+                latest[row.id] = (notebook, row, job)
     order = [i for i in claims.ledger() if i in latest] + [
         i for i, (_, row, _) in latest.items() if row.own]
     out = []
     for id in order:
         notebook, row, job = latest[id]
         what = row.scale if row.status == "not checked" else row.measured
-        out.append((id, notebook, _status(row), "ours" if row.own else "paper", _task(row), what,
-                    job))
+        # judged by checks that have changed since: history, not today's status
+        status = _status(row) if job.current(notebook) else f"{STALE} (was {_status(row)})"
+        out.append((id, notebook, status, "ours" if row.own else "paper", _task(row), what,
+                    job.folder.name))
     return out
 
 

@@ -46,3 +46,19 @@ def run_context(monkeypatch):
 
     monkeypatch.delenv(context.ENV, raising=False)
     return hand
+
+
+@pytest.fixture
+def load_script():
+    """A function that imports ``scripts/<name>.py`` as a module (the scripts are no package)."""
+    import importlib.util
+
+    from rt_lib.runtime.io import PROJECT_ROOT
+
+    def load(name: str):
+        spec = importlib.util.spec_from_file_location(name, PROJECT_ROOT / "scripts" / f"{name}.py")
+        script = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(script)
+        return script
+
+    return load

@@ -113,16 +113,17 @@ EXPERIMENT = replace(
             "one, while without dropout 2 alone, or 2 and 3, generalise: 8,000 epochs on three "
             "seeds are expected to show it (validation 0.19-0.21 without dropout against "
             "0.23-0.36 with it from epoch 1,500 to 4,000: apart)")},
-    # The GPU profile trains a fifth of the paper's 65,536 epochs (configs/gpu/); measured in
-    # its first job, on one H100 (evidence/gpu/2026-11-27T1914-h100, seed 0).
+    # The GPU profile trains 10,240 of the paper's 65,536 epochs (configs/gpu/); measured in its
+    # first job, at 12,288 epochs on one H100 (evidence/gpu/2026-11-27T1914-h100, seed 0).
     not_shown_on_gpu={
         "mi-every-head-groks": (
-            "at the GPU profile's 12,288 epochs (p = 113, the authors' settings) 2 of 29 heads "
+            "at 12,288 epochs (the GPU profile's first job; it now runs 10,240; p = 113, the "
+            "authors' settings) 2 of 29 heads "
             "were at 0.99 and 5 and 7 at 0.98 and 0.97, every head above 13 below 0.26; the "
             "paper's 65,536 epochs (the paper profile) are expected to show it (an estimate: on "
             "one H200 12 of 29 heads were at 0.99 by epoch 32,768)"),
         "mi-grokking": (
-            "at the GPU profile's 12,288 epochs train accuracy reached 0.99 only at the last "
+            "at 12,288 epochs (the GPU profile's first job) train accuracy reached 0.99 only at the last "
             "evaluation, validation 0.22: no epochs left after saturation to grok in; the paper "
             "places the last 25 tasks around epoch 40,000: its 65,536 epochs (the paper "
             "profile) are expected to show it (an estimate)")})

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from rt_lib.claims import ledger as claims
-from rt_lib.pipeline.plan import available_notebooks, chunks, profile_notebooks
+from rt_lib.pipeline.plan import CHUNK_COMMAND, available_notebooks, chunks, profile_notebooks
 from rt_lib.pipeline.registry import profile_step_shapes, runs
 from rt_lib.runtime.context import DEFAULT_PROFILE, available_profiles, default_results_root
 from rt_lib.runtime.io import DamagedFileError, shown
@@ -84,8 +84,8 @@ def list_runs(profile: str | None = None) -> int:
     kept = [r for r in kept_runs(problems=problems) if r.profile == profile] if pieces else []
     for i, chunk in enumerate(pieces, 1):
         if i == 1:
-            print(f"the {profile} profile in chunks of one job each, in order "
-                  f"(scripts/gpu_run.sh NN,NN), each with its latest kept evidence:")
+            print(f"the {profile} profile in chunks, in order "
+                  f"({CHUNK_COMMAND.get(profile, 'one job each')}), each with its latest kept evidence:")
         have = [r.folder.name for r in kept if set(chunk.notebooks) <= set(r.claims)]
         print(f"  {i}. {','.join(n[:2] for n in chunk.notebooks):<8} ~{chunk.minutes:g} min  "
               f"{', '.join(chunk.notebooks)}  [{'kept: ' + have[-1] if have else 'no evidence yet'}]")

@@ -31,6 +31,7 @@ import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -54,16 +55,35 @@ from rt_lib.runtime.io import (
 )
 from rt_lib.runtime.manifest import FILENAME as MANIFEST
 from rt_lib.runtime.manifest import Entry, Manifest, describe, versions
+from rt_lib.runtime.sources import import_closure, sources_digest
 
 EVIDENCE_DIR = PROJECT_ROOT / "evidence"  # committed, beside results/ (which is not)
 PROVENANCE = "provenance.yaml"
 FORMAT = 1  # of provenance.yaml; bumped when its layout changes
 MAX_MIB = 20.0  # per kept run: the repository carries every one of them for good
 _NOTEBOOK_FOLDER = re.compile(r"\d\d_[^+]+")  # a profile's own run; "+" marks an exploration
+#: The layers whose code turns a run's numbers into its claims' statuses: the notebook's
+#: experiment module and what it imports there, the claims' verdicts and ledger.
+CHECK_LAYERS = ("experiments", "experiment", "claims")
+#: What a kept status reads when the checks that judged it have changed since: it is history,
+#: not evidence of today's claim, until the notebook runs again (``stale (was holds)``).
+STALE = "stale"
+METRICS = "metrics.csv"  # each notebook's final numbers per run, kept beside its claims
 
 
 class EvidenceError(ValueError):
     """A run that cannot be kept (missing, unfinished, too large, already kept)."""
+
+
+@cache
+def checks_digest(notebook: str) -> str:
+    """A digest of the code that judges ``notebook``'s claims today: its experiment module
+    (rt_lib/experiments/<name without its number>.py) and the modules it imports within
+    :data:`CHECK_LAYERS`, and the ledger.  Kept with each notebook of a kept run (provenance
+    ``checks``): a kept status judged by other checks reads :data:`STALE`."""
+    module = f"rt_lib.experiments.{notebook.split('_', 1)[1]}"
+    sources = import_closure([module], CHECK_LAYERS) + ("claims/ledger.yaml",)
+    return sources_digest(sources)[:16]
 
 
 @dataclass(frozen=True)
@@ -178,10 +198,12 @@ def finished_entries(root: Path, profile: str) -> dict[str, Entry]:
 
 def kept_files(folder: Path) -> list[Path]:
     """What is kept of one notebook's folder: the executed notebook, ``claims.csv``,
-    ``parameters.yaml`` and the figures (PNG, also in subfolders but for mid-run checkpoints);
-    checkpoints, models, databases and tables of data stay out."""
+    ``parameters.yaml``, ``metrics.csv`` (the final numbers its claims were judged from) and the
+    figures (PNG, also in subfolders but for mid-run checkpoints); checkpoints, models, databases
+    and other tables of data stay out."""
     name = folder.name
-    wanted = [folder / f"{name}.ipynb", folder / claims.FILENAME, folder / PARAMETERS_FILE]
+    wanted = [folder / f"{name}.ipynb", folder / claims.FILENAME, folder / PARAMETERS_FILE,
+              folder / METRICS]
     figures = sorted(p for p in folder.rglob("*.png")
                      if p.is_file() and RESUME not in p.relative_to(folder).parts)
     return [p for p in wanted if p.is_file()] + figures
@@ -263,6 +285,9 @@ def provenance(profile: str, entries: dict[str, Entry], device: Device, command:
         "wall_seconds": round(sum(e.wall_seconds for e in entries.values()), 2),
         "notebooks": {name: {"wall_seconds": e.wall_seconds, "finished": e.finished,
                              "commit": e.commit} for name, e in entries.items()},
+        # the claim checks that judged each notebook (kept right after its run, as gpu_run.sh
+        # and the long chunks do): where today's differ, its statuses read stale
+        "checks": {name: checks_digest(name) for name in entries},
         "kept": {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                  "from": shown(source)},
     }
@@ -350,13 +375,28 @@ class KeptRun:
         return (str(self.provenance.get("commit", "?"))[:10]
                 + (" (dirty)" if self.provenance.get("dirty") else ""))
 
-    def status(self, notebook: str, claim: str) -> str | None:
-        """The claim's status in this run; None where the run did not record it."""
+    def current(self, notebook: str) -> bool:
+        """Whether ``notebook``'s claims were judged by today's checks (:func:`checks_digest`);
+        a run kept before provenance recorded them (no ``checks``) was not, as far as anyone
+        can tell."""
+        recorded = (self.provenance.get("checks") or {}).get(notebook)
+        return recorded is not None and recorded == checks_digest(notebook)
+
+    def recorded(self, notebook: str, claim: str) -> str | None:
+        """The claim's status as the run recorded it; None where it did not."""
         table = self.claims.get(notebook)
         if table is None:
             return None
         match = table.loc[table["id"] == claim, "status"]
         return str(match.iloc[0]) if len(match) else None
+
+    def status(self, notebook: str, claim: str) -> str | None:
+        """The claim's status in this run, ``stale (was holds)`` where the checks that judged it
+        have changed since (:meth:`current`); None where the run did not record it."""
+        found = self.recorded(notebook, claim)
+        if found is None or self.current(notebook):
+            return found
+        return f"{STALE} (was {found})"
 
 
 def read_kept(folder: Path) -> KeptRun:

@@ -26,7 +26,6 @@ What the key covers (:func:`run_key`):
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import hashlib
 import platform
@@ -43,10 +42,10 @@ from torch import nn
 from rt_lib.runtime import store as run_store
 from rt_lib.runtime.context import env_threads
 from rt_lib.runtime.io import CorruptFileError, load_torch
+from rt_lib.runtime.sources import RT_LIB, import_closure, sources_digest
 from rt_lib.tasks.base import Task
 from rt_lib.training.train import _BOOKKEEPING, TrainConfig, TrainResult, _same_run, resolve_device, train
 
-RT_LIB = Path(__file__).resolve().parents[1]
 #: The folders (and top-level modules) of rt_lib a run's numbers can depend on; imports into the
 #: other layers (analysis, plots, claims, jobs, site, experiments, pipeline) are not followed.
 TRAINING_LAYERS = ("runtime", "model", "tasks", "training", "primes")
@@ -60,53 +59,13 @@ _WHERE = _BOOKKEEPING
 
 
 # -- the code on the training path ----------------------------------------------------------
-def _module_file(module: str, root: Path) -> Path | None:
-    rel = Path(*module.split(".")[1:])
-    for candidate in (root / rel.with_suffix(".py"), root / rel / "__init__.py"):
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def _imports(path: Path, root: Path) -> set[str]:
-    package = ".".join(("rt_lib", *path.relative_to(root).parent.parts))
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
-            module = ".".join(x for x in (base, node.module or "") if x)
-            found |= {module} | {f"{module}.{a.name}" for a in node.names}
-    return found
-
-
-def _on_path(module: str) -> bool:
-    parts = module.split(".")
-    return (len(parts) >= 2 and parts[0] == "rt_lib" and parts[1] in TRAINING_LAYERS
-            and not any(module == m or module.startswith(m + ".") for m in NOT_ON_PATH))
-
-
 @cache
 def training_sources(entries: tuple[str, ...] = TRAINING_ENTRIES,
                      root: Path = RT_LIB) -> tuple[str, ...]:
     """The rt_lib source files (relative to ``root``, the rt_lib folder) that ``entries``
     import, followed through their imports within :data:`TRAINING_LAYERS`: the code a run's
-    numbers depend on."""
-    seen: set[Path] = set()
-    todo = [m for m in entries]
-    while todo:
-        module = todo.pop()
-        if not _on_path(module):
-            continue
-        path = _module_file(module, root)
-        if path is None or path in seen:
-            continue
-        seen.add(path)
-        parts = module.split(".")
-        todo += [".".join(parts[:i]) for i in range(2, len(parts))]  # the packages' __init__
-        todo += sorted(_imports(path, root))
-    return tuple(sorted(str(p.relative_to(root)) for p in seen))
+    numbers depend on (:func:`rt_lib.runtime.sources.import_closure`)."""
+    return import_closure(entries, TRAINING_LAYERS, root, exclude=NOT_ON_PATH)
 
 
 def _modules_of(*objects: Any) -> tuple[str, ...]:
@@ -120,10 +79,7 @@ def code_digest(entries: tuple[str, ...], root: Path = RT_LIB) -> str:
 
 @cache
 def _code_digest(entries: tuple[str, ...], root: Path) -> str:
-    h = hashlib.sha256()
-    for rel in training_sources(entries, root):
-        h.update(rel.encode() + b"\0" + (root / rel).read_bytes() + b"\0")
-    return h.hexdigest()
+    return sources_digest(training_sources(entries, root), root)
 
 
 # -- what the run is made of -------------------------------------------------------------------

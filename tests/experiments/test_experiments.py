@@ -72,7 +72,7 @@ def test_tiny_run_writes_metrics_rows_per_model_and_restart(results_tmp):
         (memorisation.MemorisationParams, dict(models=["trained LSTM"]), "memorisation compares"),
         (ablations.AblationParams, dict(tasks=["sorting"]), "sorting"),
         (ablations.AblationParams, dict(variants=["random: nothing"]), "random: nothing"),
-        (ablations.AblationParams, dict(task_profile="gpu-huge"), "profiles: cpu, gpu, paper"),
+        (ablations.AblationParams, dict(task_profile="gpu-huge"), "profiles: cpu, gpu, long, paper"),
         (ablations.AblationParams, dict(task_changes={"sorting": {}}), "sorting"),
         (ablations.AblationParams, dict(task_changes={"needle": {"width": [8]}}), "'width'"),
     ],

@@ -56,7 +56,7 @@ def test_results_dir_is_anchored_on_the_package(monkeypatch, tmp_path):
 
 
 def test_unknown_profile_is_rejected_and_nothing_written(results_tmp):
-    with pytest.raises(runner.RunError, match="unknown profile 'tpu'.*cpu, gpu, paper"):
+    with pytest.raises(runner.RunError, match="unknown profile .tpu.*cpu, gpu, long, paper"):
         runner.plan("tpu", None, {})
     assert not results_tmp.exists()
 

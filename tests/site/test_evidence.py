@@ -72,8 +72,9 @@ def test_a_kept_run_holds_the_notebook_its_claims_and_figures_and_nothing_else(k
     files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
     figures = sorted(str(p.relative_to(smoke_run)) for p in (smoke_run / NAME).rglob("*.png"))
     assert figures, "the run drew no figure: nothing to check"
+    assert (smoke_run / NAME / "metrics.csv").is_file(), "the run wrote no metrics: nothing to check"
     assert files == sorted(["provenance.yaml", f"{NAME}/{NAME}.ipynb", f"{NAME}/claims.csv",
-                            *figures])
+                            f"{NAME}/metrics.csv", *figures])
     for rel in files:
         if rel != "provenance.yaml":  # the rest as the run left it
             assert (folder / rel).read_bytes() == (smoke_run / rel).read_bytes(), rel
@@ -81,7 +82,7 @@ def test_a_kept_run_holds_the_notebook_its_claims_and_figures_and_nothing_else(k
 
 def test_no_checkpoint_or_data_table_is_kept(kept, smoke_run):
     left = [p for p in (smoke_run / NAME).rglob("*") if p.suffix in (".pt", ".sha256", ".csv")
-            and p.name != "claims.csv"]
+            and p.name not in ("claims.csv", "metrics.csv")]
     assert any(p.suffix == ".pt" for p in left), "the run saved no model: nothing to check"
     kept_names = {p.name for p in kept.rglob("*")}
     assert not kept_names & {p.name for p in left}
@@ -103,8 +104,10 @@ def test_the_provenance_records_device_versions_commit_date_wall_times_command(k
     assert record["date"] == entry["finished"][:10]
     assert record["notebooks"][NAME]["wall_seconds"] == entry["wall_seconds"]
     assert record["wall_seconds"] == pytest.approx(entry["wall_seconds"])
-    assert set(record["files"]) == {f"{NAME}/{NAME}.ipynb", f"{NAME}/claims.csv"} | {
+    assert set(record["files"]) == {f"{NAME}/{NAME}.ipynb", f"{NAME}/claims.csv",
+                                    f"{NAME}/metrics.csv"} | {
         str(p.relative_to(smoke_run)) for p in (smoke_run / NAME).rglob("*.png")}
+    assert record["checks"] == {NAME: evidence.checks_digest(NAME)}  # the checks that judged it
 
     named = yaml.safe_load((_folder(kept, smoke_run, "h100") / "provenance.yaml").read_text())
     assert named["device"] == {"kind": "gpu", "name": H100, "slug": "h100", "count": 1,
@@ -380,18 +383,80 @@ def test_jobs_of_one_profile_and_device_share_a_column_each_claim_from_the_lates
 
 
 def test_the_claims_table_script_lists_each_kept_claim_from_its_latest_job(kept, smoke_run,
-                                                                           tmp_path):
+                                                                           tmp_path, load_script):
     """scripts/claims_table.py --kept: the H100 job (the later folder of the same minute) whose
     statuses all differ from the CPU job's gives every row, naming itself."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("claims_table",
-                                                  PROJECT_ROOT / "scripts" / "claims_table.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script("claims_table")
     gpu_statuses = _restatused(kept, smoke_run, "h100", tmp_path / "evidence")
     rows = script.kept_rows(PROFILE, tmp_path / "evidence")
     job = _folder(tmp_path / "evidence", smoke_run, "h100").name
     assert {r[0]: r[2] for r in rows} == gpu_statuses
     assert {r[6] for r in rows} == {job} and {r[1] for r in rows} == {NAME}
     assert script.kept_rows("paper", tmp_path / "evidence") == []
+
+
+def test_a_status_judged_by_checks_changed_since_reads_stale_on_the_site_and_in_the_table(
+        kept, smoke_run, tmp_path, load_script):
+    """The stale rule: a kept run records a digest of the claim checks that judged each notebook
+    (its experiment module, what that imports of experiments and claims, the ledger); where
+    today's checks differ, or the run recorded none, its statuses read ``stale (was ...)``."""
+    root = tmp_path / "evidence"
+    shutil.copytree(kept, root)
+    for other in root.glob("*/*-h100"):  # the CPU job alone: the latest of its profile
+        shutil.rmtree(other)
+    measured = _statuses(smoke_run / NAME / "claims.csv")
+    run = next(r for r in evidence.kept_runs(root) if r.device == "CPU")
+    claim = next(iter(measured))
+    assert run.current(NAME) and run.status(NAME, claim) == measured[claim]
+
+    # the checks change: a digest no longer today's (an edit to memorisation.py would do it)
+    record_path = run.folder / evidence.PROVENANCE
+    record = yaml.safe_load(record_path.read_text())
+    record["checks"][NAME] = "0" * 16
+    record_path.write_text(yaml.safe_dump(record, sort_keys=False))
+    run = next(r for r in evidence.kept_runs(root) if r.device == "CPU")
+    assert not run.current(NAME)
+    assert run.status(NAME, claim) == f"stale (was {measured[claim]})"
+    assert run.recorded(NAME, claim) == measured[claim]  # the record itself is untouched
+    rows = {r[0]: r[2] for r in load_script("claims_table").kept_rows(PROFILE, root)}
+    assert rows == {c: f"stale (was {s})" for c, s in measured.items()}
+    index = build_site(smoke_run, PROFILE, [NAME], evidence=root)
+    table = _tables(index)["rt-claims"]
+    column = table["head"].index(f"{PROFILE} · CPU")
+    assert {row[column] for row in table["rows"]} == {f"stale (was {s})" for s in measured.values()}
+
+    # a run kept before provenance recorded its checks: nobody can tell what judged it
+    del record["checks"]
+    record_path.write_text(yaml.safe_dump(record, sort_keys=False))
+    run = next(r for r in evidence.kept_runs(root) if r.device == "CPU")
+    assert run.status(NAME, claim) == f"stale (was {measured[claim]})"
+
+
+def test_the_checks_digest_follows_the_notebooks_module_its_imports_and_the_ledger(tmp_path,
+                                                                                   monkeypatch):
+    """An edit to the notebook's module, to a module it imports within experiments or claims, or
+    to the ledger changes its digest; an edit to another notebook's module or to the site does not."""
+    from rt_lib.runtime import sources
+
+    copy = tmp_path / "rt_lib"
+    shutil.copytree(sources.RT_LIB, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(evidence, "import_closure",
+                        lambda entries, layers: sources.import_closure(entries, layers, copy))
+    monkeypatch.setattr(evidence, "sources_digest", lambda files: sources.sources_digest(files, copy))
+
+    def digest() -> str:
+        evidence.checks_digest.cache_clear()
+        return evidence.checks_digest("11_miiii_training")
+
+    before = digest()
+    for rel, bites in [("experiments/miiii_training.py", True), ("experiments/miiii_common.py", True),
+                       ("claims/verdicts.py", True), ("claims/ledger.yaml", True),
+                       ("experiments/tinystories.py", False), ("site/pages.py", False),
+                       ("model/transformer.py", False)]:
+        path = copy / rel
+        text = path.read_text()
+        path.write_text(text + "\n# an edit\n")
+        assert (digest() != before) is bites, rel
+        path.write_text(text)
+    assert digest() == before
+    evidence.checks_digest.cache_clear()
