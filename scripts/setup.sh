@@ -13,12 +13,20 @@ if [ -f .venv/.rt-companion-offline ]; then
   # would need the network, or with it replace that torch by the pinned CPU build
   exit 0
 fi
+# requirements.lock: every package at the recording's version, resolved on Linux x86-64 for
+# Python 3.11 (the project's machines); elsewhere the direct pins of requirements.txt.
+lock=requirements.lock
+if [ "$(uname -s)-$(uname -m)" != "Linux-x86_64" ] ||
+   [ "$(.venv/bin/python -c 'import sys; print(sys.version_info[:2] == (3, 11))')" != True ]; then
+  lock=requirements.txt
+fi
 stamp=.venv/.rt-companion-installed
-want=$(cat requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1)
+want=$(cat "$lock" requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  echo "setup: installing pinned dependencies (requirements.txt) and rt_lib"
+  echo "setup: installing the pinned dependencies ($lock) and rt_lib"
+  [ "$lock" = requirements.txt ] && echo "setup: requirements.lock is resolved for Linux x86-64 and Python 3.11; here the direct pins of requirements.txt"
   .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -r requirements.txt
+  .venv/bin/python -m pip install --quiet -r "$lock"
   .venv/bin/python -m pip install --quiet --no-deps -e .
   .venv/bin/python -c "import torch, rt_lib; print('setup: torch', torch.__version__, '| rt_lib', rt_lib.__version__)"
   echo "$want" > "$stamp"

@@ -2,7 +2,7 @@
 fingerprint, manifest), then the model, the tasks, training and the jobs that run it; analysis and
 plots beside them; the claims (the ledger, verdicts, the portable comparison); the declaration of
 an experiment.  That core imports nothing from the site, the experiments or the pipeline; the site
-(its pages, the evidence, the static explorers) and the experiments import nothing from each other
+(its pages and the evidence; nor the figures or analyses) and the experiments import nothing from each other
 or from the pipeline; the pipeline (the command line of ./run_all.sh) sits on top.  The core reads
 as a library, usable without ./run_all.sh, and the pipeline can change without touching what a
 model computes or what an experiment runs."""
@@ -115,11 +115,14 @@ def test_the_experiments_import_nothing_from_the_pipeline_or_the_site():
                 for line in upward(path, upper=("rt_lib.pipeline", "rt_lib.site"))]
 
 
-def test_the_site_imports_nothing_from_the_pipeline_or_the_experiments():
+def test_the_site_imports_nothing_from_the_pipeline_the_experiments_the_figures_or_analyses():
+    # what the site shows is drawn by the notebooks (their figures and kernel-free explorers,
+    # rt_lib/plots/); the site renders pages and keeps evidence
     modules = sorted((ROOT / "site").glob("*.py"))
-    assert {"pages.py", "evidence.py", "static_explorers.py"} <= {p.name for p in modules}
+    assert {"pages.py", "evidence.py"} <= {p.name for p in modules}
     assert not [line for path in modules
-                for line in upward(path, upper=("rt_lib.pipeline", "rt_lib.experiments"))]
+                for line in upward(path, upper=("rt_lib.pipeline", "rt_lib.experiments",
+                                                "rt_lib.plots", "rt_lib.analysis"))]
 
 
 @pytest.mark.parametrize("source", [
@@ -211,3 +214,59 @@ def test_a_notebook_module_importing_another_is_found():
     assert notebook_imports(probe, "from rt_lib.experiments.miiii_training import run\n") == {"miiii_training"}
     assert notebook_imports(probe, "from rt_lib.experiments import miiii_training\n") == {"miiii_training"}
     assert notebook_imports(probe, "from rt_lib.experiments.miiii_common import run\n") == set()
+
+
+def import_graph(sources: dict[str, str] | None = None) -> dict[str, set[str]]:
+    """{module: the rt_lib modules it imports (lazily too)} over every module of rt_lib, or over
+    ``sources`` ({module name: its source}) instead."""
+    files = {".".join(("rt_lib", *p.relative_to(ROOT).with_suffix("").parts)).removesuffix(".__init__"): p
+             for p in ROOT.rglob("*.py")}
+    texts = sources if sources is not None else {m: p.read_text(encoding="utf-8") for m, p in files.items()}
+    probe = ROOT / "probe.py"
+    return {m: {d for _, d in imported(files.get(m, probe), text) if d in texts and d != m}
+            for m, text in texts.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import cycles of ``graph``: each strongly connected set of two or more modules."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for dep in sorted(graph[node]):
+            if dep not in index:
+                visit(dep)
+                low[node] = min(low[node], low[dep])
+            elif dep in stack:
+                low[node] = min(low[node], index[dep])
+        if low[node] == index[node]:
+            part = []
+            while True:
+                top = stack.pop()
+                part.append(top)
+                if top == node:
+                    break
+            if len(part) > 1:
+                found.append(sorted(part))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_two_modules_import_each_other_even_lazily():
+    # e.g. claims/ledger.py and claims/portable.py did (a lazy import each way): the ledger's
+    # tolerances are read by the portable comparison, which the ledger does not need
+    assert len(import_graph()) > 70
+    assert cycles(import_graph()) == []
+
+
+def test_an_import_cycle_is_found():
+    sources = {"rt_lib.a": "from rt_lib.b import x\n", "rt_lib.b": "def f():\n    import rt_lib.a\n",
+               "rt_lib.c": "import rt_lib.a\n"}
+    assert cycles(import_graph(sources)) == [["rt_lib.a", "rt_lib.b"]]

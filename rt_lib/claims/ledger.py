@@ -90,27 +90,6 @@ def ledger() -> dict[str, LedgerClaim]:
     return out
 
 
-@cache
-def ledger_tolerance(claim_id: str):
-    """The tolerance the ledger states beside a claim (``tolerance: {abs, rel, why}``, or
-    ``tolerance: {status_only: why}``): how far its numbers may move on another numeric platform
-    (:mod:`rt_lib.claims.portable`); None if none."""
-    from rt_lib.claims.portable import Tolerance, status_only
-
-    entry = next((e for e in yaml.safe_load(LEDGER.read_text()) if e.get("id") == claim_id), None)
-    raw = (entry or {}).get("tolerance")
-    if raw is None:
-        return None
-    try:
-        if "status_only" in raw:
-            return status_only(str(raw["status_only"]))
-        return Tolerance(abs=float(raw["abs"]), rel=float(raw["rel"]), why=str(raw["why"]))
-    except (TypeError, KeyError, ValueError) as err:
-        raise ValueError(f"{LEDGER}: {claim_id}: tolerance must be {{abs, rel, why}} or "
-                         f"{{status_only: why}}, got "
-                         f"{raw!r} ({err})") from None
-
-
 def ledger_of(notebook: str) -> list[str]:
     """The ledger ids that ``notebook`` checks."""
     return [c.id for c in ledger().values() if c.notebook == notebook]

@@ -25,9 +25,13 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from rt_lib.claims.ledger import LEDGER
 from rt_lib.runtime.io import PROJECT_ROOT
 
 STRICT_SANITIZE = PROJECT_ROOT / "tests" / "nbval_sanitize.cfg"
@@ -88,12 +92,30 @@ OURS: dict[str, Tolerance] = {
 }
 
 
+@cache
+def ledger_tolerance(claim_id: str):
+    """The tolerance the ledger states beside a claim (``tolerance: {abs, rel, why}``, or
+    ``tolerance: {status_only: why}``): how far its numbers may move on another numeric platform
+    (:mod:`rt_lib.claims.portable`); None if none."""
+    entry = next((e for e in yaml.safe_load(LEDGER.read_text()) if e.get("id") == claim_id), None)
+    raw = (entry or {}).get("tolerance")
+    if raw is None:
+        return None
+    try:
+        if "status_only" in raw:
+            return status_only(str(raw["status_only"]))
+        return Tolerance(abs=float(raw["abs"]), rel=float(raw["rel"]), why=str(raw["why"]))
+    except (TypeError, KeyError, ValueError) as err:
+        raise ValueError(f"{LEDGER}: {claim_id}: tolerance must be {{abs, rel, why}} or "
+                         f"{{status_only: why}}, got "
+                         f"{raw!r} ({err})") from None
+
+
+
 def tolerance_of(claim_id: str) -> Tolerance:
     """The tolerance the ledger states beside ``claim_id`` (``tolerance: {abs, rel, why}`` or
     ``{status_only: why}``), or :data:`OURS` for a claim of our own, else
     :data:`DEFAULT_TOLERANCE`."""
-    from rt_lib.claims.ledger import ledger_tolerance
-
     return ledger_tolerance(claim_id) or OURS.get(claim_id) or DEFAULT_TOLERANCE
 
 

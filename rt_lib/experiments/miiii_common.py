@@ -16,12 +16,14 @@ import hashlib
 import json
 import math
 from dataclasses import asdict, dataclass, replace
+from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
 
+import pandas as pd
 from torch import nn
 
-from rt_lib.claims.verdicts import BUDGET, NOT_SHOWN, Verdict
+from rt_lib.claims.verdicts import BUDGET, NOT_SHOWN, RUNS, Verdict, beyond_noise
 from rt_lib.experiment import PARAMETERS_FILE, Experiment, current_profile, folder_name
 from rt_lib.jobs.executor import Job, run_jobs
 from rt_lib.jobs.executor import current as current_executor
@@ -29,6 +31,7 @@ from rt_lib.jobs.resume import resume_dir
 from rt_lib.model import TransformerConfig, build_model, miiii_config
 from rt_lib.primes import is_prime
 from rt_lib.runtime.io import (
+    PROJECT_ROOT,
     CorruptFileError,
     atomic_save_torch,
     damaged,
@@ -559,3 +562,82 @@ def not_generalised(label: str, valid: list[float], epoch: int, threshold: float
         return None
     return Verdict(NOT_SHOWN, f"{label} had not generalised by epoch {epoch:,} (final validation "
                               f"accuracy {seed_values(valid)}, needs >= {threshold:g})", BUDGET)
+
+
+# -- the seed noise of the runs, for comparisons of one seed a side --------------------------
+@dataclass(frozen=True)
+class NoiseMeasurement:
+    """Seed noise of notebook 11's comparisons: benchmarks/miiii_budgets.py trained the CPU
+    profile's runs on seeds 0-2, every run for the same epochs, and kept every 250th epoch's
+    validation accuracy.  A notebook run has one seed a side; its difference is judged against
+    the spread of the seeds of one measurement that ran both sides
+    (rt_lib.claims.verdicts.beyond_noise)."""
+
+    path: Path
+    source: str  # how a verdict cites it
+    lambda_zero_recipe: tuple[tuple[str, float], ...]  # what its λ = 0 runs trained at, beyond the profile
+
+    def ran(self, params: MiiiiParams, run: str) -> bool:
+        """Whether its rows of ``run`` trained at ``params`` (up to settings in NOISE_ANY)."""
+        measured = MiiiiParams()
+        if run == "T_miiii λ=0":
+            measured = replace(measured, **dict(self.lambda_zero_recipe))
+        return all(getattr(params, f) == getattr(measured, f)
+                   for f in MiiiiParams.names() if f not in NOISE_ANY)
+
+    def spread(self, run: str, epoch: int) -> float | None:
+        """Standard deviation over seeds of ``run``'s validation accuracy at ``epoch``; None
+        without three seeds evaluated there."""
+        values = _noise_table(self.path)
+        values = values.loc[(values["run"] == run) & (values["step"] == epoch), "value"]
+        return float(values.std()) if len(values) >= 3 else None
+
+    def noise(self, params: MiiiiParams, run: str, epoch: int) -> float | None:
+        """:meth:`spread` of ``run`` at ``epoch`` where this measurement :meth:`ran` it at
+        ``params``; else None."""
+        return self.spread(run, epoch) if self.ran(params, run) else None
+
+
+#: settings that do not change the runs' distribution at a given epoch: a run that differs from
+#: a measurement's in anything else has no measured seed noise there
+NOISE_ANY = MiiiiParams.NOT_IN_RUN + ("seed", "epochs", "baseline_epochs", "eval_points",
+                                      "n_snapshots", "device")
+_RESULTS = PROJECT_ROOT / "benchmarks" / "results"
+#: First the measurement on this project's CPU with λ = 0 at its own recipe
+#: (MiiiiParams.lambda_zero_params; 4,000 epochs); then the one on another machine's CPU (other
+#: kernels, the same distribution; 8,000 epochs) with λ = 0 at the recipe tuned with grokfast.
+NOISE_MEASUREMENTS = (
+    NoiseMeasurement(_RESULTS / "miiii_lambda0_own_recipe.csv",
+                     "benchmarks/miiii_budgets.py, seeds 0-2, λ = 0 at its own recipe",
+                     (("weight_decay", 0.1),)),
+    NoiseMeasurement(_RESULTS / "miiii_budgets_h200cpu.csv",
+                     "benchmarks/miiii_budgets.py, seeds 0-2", ()),
+)
+
+
+@cache
+def _noise_table(path: Path) -> pd.DataFrame:
+    frame = pd.read_csv(path)
+    return frame[frame["metric"] == "valid_acc"]
+
+
+def seed_noise(params: MiiiiParams, run: str, epoch: int) -> float | None:
+    """Standard deviation over seeds of ``run``'s validation accuracy (``run``: a run name of
+    benchmarks/miiii_budgets.py, e.g. "T_miiii λ=0") at ``epoch``, from the first measurement
+    that ran it at ``params``; None when none did."""
+    return next((noise for measurement in NOISE_MEASUREMENTS
+                 if (noise := measurement.noise(params, run, epoch)) is not None), None)
+
+
+def apart_by_seed_noise(params: MiiiiParams, a: float, b: float, run_a: str, run_b: str, epoch: int,
+           params_b: MiiiiParams | None = None) -> Verdict:
+    """One seed a side: ``a - b`` against the seed noise of both runs at ``epoch``, from one
+    measurement that ran both (``run_b`` trained with ``params_b`` where it has settings of its
+    own, e.g. λ = 0's recipe)."""
+    sides = ((params, run_a), (params_b or params, run_b))
+    for measurement in NOISE_MEASUREMENTS:
+        noise = [measurement.noise(own, run, epoch) for own, run in sides]
+        if None not in noise:
+            return beyond_noise(a - b, math.hypot(*noise), f"{measurement.source}, epoch {epoch}")
+    return Verdict(NOT_SHOWN, f"one seed a side, and no seed noise measured for these settings "
+                              f"at epoch {epoch} (benchmarks/miiii_budgets.py)", RUNS)

@@ -9,10 +9,7 @@ claim.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,7 +22,6 @@ from rt_lib.claims.verdicts import (
     NOT_SHOWN,
     RUNS,
     Verdict,
-    beyond_noise,
     bool_verdict,
     every,
     every_run,
@@ -37,6 +33,7 @@ from rt_lib.experiments.miiii_common import (
     TRAINING_EXPERIMENT,
     MiiiiParams,
     MiiiiRun,
+    apart_by_seed_noise,
     epochs_trained,
     finished_run,
     load_runs,
@@ -50,7 +47,6 @@ from rt_lib.experiments.miiii_common import (
     training_params,
     valid_at,
 )
-from rt_lib.runtime.io import PROJECT_ROOT
 from rt_lib.tasks.miiii import MASKED_PRIMES
 
 NAME = TRAINING
@@ -189,84 +185,6 @@ def generalised_at(table: pd.DataFrame) -> dict[int, int]:
     return {int(q): int(e) for q, e in zip(done["q"], done["valid epoch"])}
 
 
-@dataclass(frozen=True)
-class NoiseMeasurement:
-    """Seed noise of notebook 11's comparisons: benchmarks/miiii_budgets.py trained the CPU
-    profile's runs on seeds 0-2, every run for the same epochs, and kept every 250th epoch's
-    validation accuracy.  A notebook run has one seed a side; its difference is judged against
-    the spread of the seeds of one measurement that ran both sides
-    (rt_lib.claims.verdicts.beyond_noise)."""
-
-    path: Path
-    source: str  # how a verdict cites it
-    lambda_zero_recipe: tuple[tuple[str, float], ...]  # what its λ = 0 runs trained at, beyond the profile
-
-    def ran(self, params: MiiiiParams, run: str) -> bool:
-        """Whether its rows of ``run`` trained at ``params`` (up to settings in NOISE_ANY)."""
-        measured = MiiiiParams()
-        if run == "T_miiii λ=0":
-            measured = replace(measured, **dict(self.lambda_zero_recipe))
-        return all(getattr(params, f) == getattr(measured, f)
-                   for f in MiiiiParams.names() if f not in NOISE_ANY)
-
-    def spread(self, run: str, epoch: int) -> float | None:
-        """Standard deviation over seeds of ``run``'s validation accuracy at ``epoch``; None
-        without three seeds evaluated there."""
-        values = _noise_table(self.path)
-        values = values.loc[(values["run"] == run) & (values["step"] == epoch), "value"]
-        return float(values.std()) if len(values) >= 3 else None
-
-    def noise(self, params: MiiiiParams, run: str, epoch: int) -> float | None:
-        """:meth:`spread` of ``run`` at ``epoch`` where this measurement :meth:`ran` it at
-        ``params``; else None."""
-        return self.spread(run, epoch) if self.ran(params, run) else None
-
-
-#: settings that do not change the runs' distribution at a given epoch: a run that differs from
-#: a measurement's in anything else has no measured seed noise there
-NOISE_ANY = MiiiiParams.NOT_IN_RUN + ("seed", "epochs", "baseline_epochs", "eval_points",
-                                      "n_snapshots", "device")
-_RESULTS = PROJECT_ROOT / "benchmarks" / "results"
-#: First the measurement on this project's CPU with λ = 0 at its own recipe
-#: (MiiiiParams.lambda_zero_params; 4,000 epochs); then the one on another machine's CPU (other
-#: kernels, the same distribution; 8,000 epochs) with λ = 0 at the recipe tuned with grokfast.
-NOISE_MEASUREMENTS = (
-    NoiseMeasurement(_RESULTS / "miiii_lambda0_own_recipe.csv",
-                     "benchmarks/miiii_budgets.py, seeds 0-2, λ = 0 at its own recipe",
-                     (("weight_decay", 0.1),)),
-    NoiseMeasurement(_RESULTS / "miiii_budgets_h200cpu.csv",
-                     "benchmarks/miiii_budgets.py, seeds 0-2", ()),
-)
-
-
-@cache
-def _noise_table(path: Path) -> pd.DataFrame:
-    frame = pd.read_csv(path)
-    return frame[frame["metric"] == "valid_acc"]
-
-
-def seed_noise(params: MiiiiParams, run: str, epoch: int) -> float | None:
-    """Standard deviation over seeds of ``run``'s validation accuracy (``run``: a run name of
-    benchmarks/miiii_budgets.py, e.g. "T_miiii λ=0") at ``epoch``, from the first measurement
-    that ran it at ``params``; None when none did."""
-    return next((noise for measurement in NOISE_MEASUREMENTS
-                 if (noise := measurement.noise(params, run, epoch)) is not None), None)
-
-
-def _apart(params: MiiiiParams, a: float, b: float, run_a: str, run_b: str, epoch: int,
-           params_b: MiiiiParams | None = None) -> Verdict:
-    """One seed a side: ``a - b`` against the seed noise of both runs at ``epoch``, from one
-    measurement that ran both (``run_b`` trained with ``params_b`` where it has settings of its
-    own, e.g. λ = 0's recipe)."""
-    sides = ((params, run_a), (params_b or params, run_b))
-    for measurement in NOISE_MEASUREMENTS:
-        noise = [measurement.noise(own, run, epoch) for own, run in sides]
-        if None not in noise:
-            return beyond_noise(a - b, math.hypot(*noise), f"{measurement.source}, epoch {epoch}")
-    return Verdict(NOT_SHOWN, f"one seed a side, and no seed noise measured for these settings "
-                              f"at epoch {epoch} (benchmarks/miiii_budgets.py)", RUNS)
-
-
 #: "Together": the last of the heads above 7 generalises within this factor of the first one's
 #: epoch (half an octave on Figure 5's log-scale axis, where the paper's 25 heads sit "around
 #: epoch 40,000").
@@ -353,212 +271,270 @@ def grokking(runs: list[MiiiiRun], seeds: list[int]) -> tuple[str, Verdict]:
                            f"+{RISE:g} or more")
 
 
+@dataclass
+class ClaimInputs:
+    """What notebook 11's claims read: the runs on ``params.seed`` (``runs``, their generalisation
+    ``tables``) and on the further seeds (``more``, :func:`seed_runs`' values)."""
+
+    runs: dict[str, MiiiiRun]
+    tables: dict[str, pd.DataFrame]
+    params: MiiiiParams
+    seeds: list[int]  # params.seed, then the further seeds
+    more: list[dict[str, MiiiiRun]]
+    more_tables: list[dict[str, pd.DataFrame]]
+
+    def each(self, label: str) -> list[MiiiiRun]:
+        """``label``'s run on every seed, ``params.seed`` first."""
+        return [self.runs[label]] + [m[label] for m in self.more if label in m]
+
+    def each_table(self, label: str) -> list[pd.DataFrame]:
+        """The generalisation tables of :meth:`each`'s runs, in its order."""
+        return [self.tables[label]] + [t[label] for t in self.more_tables if label in t]
+
+    @staticmethod
+    def on(rs: list[MiiiiRun]) -> str:
+        return f" on {len(rs)} seeds" if len(rs) > 1 else ""
+
+    @property
+    def main(self) -> MiiiiRun:
+        return self.runs["T_miiii"]
+
+    @property
+    def last_epoch(self) -> int:
+        return int(self.main.result.history["step"].iloc[-1])
+
+
+def claim_every_head(c: ClaimInputs, claims: Claims) -> None:
+    h = c.main.result.history
+    finals = {q: float(h[f"valid_acc_q{q}"].iloc[-1]) for q in c.main.task.qs}
+    below = {q: round(a, 3) for q, a in finals.items() if a < 0.99}
+    claims.check("mi-every-head-groks", f"epoch {c.last_epoch}: {len(finals) - len(below)} of "
+                 f"{len(finals)} heads at validation accuracy >= 0.99"
+                 + (f"; below: {below}" if below else ""),
+                 bool_verdict(not below, "every head needs >= 0.99"),
+                 scale="p = 113, 65,536 epochs (the paper profile)")
+
+
+def claim_grokking(c: ClaimInputs, claims: Claims) -> None:
+    measured, verdict = grokking(c.each("T_miiii"), c.seeds)
+    claims.check("mi-grokking", measured, verdict,
+                 scale="10,000 epochs or more at p = 37 on three seeds (--set epochs=10000 --set "
+                       "'extra_seeds=[1, 2]'), or the paper profile")
+
+
+def claim_small_primes_first(c: ClaimInputs, claims: Claims) -> None:
+    # the paper's order, 2, 3, 5, 7 before every other head, on every seed
+    small = [q for q in SMALL_PRIMES if q in c.main.task.qs]
+    claims.check("mi-small-primes-first", "T_miiii, the epoch each head generalised"
+                 + c.on(c.each("T_miiii")),
+                 first_in_order([generalised_at(t) for t in c.each_table("T_miiii")], small),
+                 scale="2, 3, 5 and 7 generalised on three seeds (the paper profile's 65,536 "
+                       "epochs at p = 113, three seeds)")
+
+
+def claim_rest_together(c: ClaimInputs, claims: Claims) -> None:
+    measured, verdict = rest_together(c.tables["T_miiii"], c.last_epoch)
+    claims.check("mi-rest-grok-together", measured, verdict,
+                 scale="p = 113, 65,536 epochs (the paper profile)")
+
+
+def claim_slower_than_nanda(c: ClaimInputs, claims: Claims) -> None:
+    if "T_nanda" not in c.runs:
+        claims.not_checked("mi-miiii-slower-than-nanda", "no T_nanda run here (variants)")
+        return
+    if len(c.each("T_nanda")) > 1:
+        measured, verdict = slower_than_nanda_seeds(
+            c.each_table("T_miiii"), c.each_table("T_nanda"), c.last_epoch)
+    else:
+        measured, verdict = slower_than_nanda(c.tables, c.last_epoch)
+    claims.check("mi-miiii-slower-than-nanda", measured, verdict,
+                 scale="three seeds of T_miiii and T_nanda at equal epochs")
+
+
+def claim_grokfast_needed(c: ClaimInputs, claims: Claims) -> None:
+    params = c.params
+    if "T_miiii (λ = 0)" not in c.runs:
+        claims.not_checked("mi-grokfast-needed", "no λ = 0 run here (lambda_zero)")
+        return
+    slow = c.runs["T_miiii (λ = 0)"]
+    at = int(slow.result.history["step"].iloc[-1])
+    slows = c.each("T_miiii (λ = 0)")
+    # validation at λ = 0's last epoch on every seed, this notebook's seed first
+    with_gf_all = [valid_at(r, at) for r in c.each("T_miiii")]
+    without_all = [valid_at(r, at) for r in slows]
+    with_gf, without = with_gf_all[0], without_all[0]
+    heads = int(c.tables["T_miiii (λ = 0)"]["valid epoch"].notna().sum())
+    # one seed a side: judged against the seed noise measured at that epoch.  While the
+    # λ = 0 run does not fit its own training set the comparison is of recipes, not of
+    # grokfast: it trains at a recipe of its own (lambda_zero_lr, chosen on training loss)
+    own = params.lambda_zero_params()
+    recipe = (f"lr {own.lr:g}, weight decay {own.weight_decay:g}"
+              + (", its own" if own is not params else ", the recipe tuned with grokfast"))
+    fit = min(float(r.result.history["train_acc"].iloc[-1]) for r in slows)  # every seed's
+    several = len(slows) > 1
+    fits = (bool_verdict(True, f"λ = 0 fits its training set{' on every seed' * several} "
+                               f"({'>= ' * several}{fit:.3f})") if fit >= FITS
+            else Verdict(NOT_SHOWN, f"{'a' if several else 'the'} λ = 0 run does not fit its "
+                                    f"training set (train {fit:.3f} < {FITS:g})", BUDGET))
+    if several:  # run against run
+        apart = larger(with_gf_all, without_all)
+        with_gf_text, without_text = seed_values(with_gf_all), seed_values(without_all)
+    else:
+        apart = apart_by_seed_noise(params, with_gf, without, "T_miiii", "T_miiii λ=0", at, own)
+        with_gf_text, without_text = f"{with_gf:.3f}", f"{without:.3f}"
+    # "no convergence with λ = 0" needs a grokfast run that converged to be shown; λ = 0
+    # converging goes against it whatever grokfast did; neither converging tells nothing
+    stalled = (None if min(without_all) >= params.generalised_at else
+               not_generalised("T_miiii", with_gf_all, at, params.generalised_at))
+    claims.check("mi-grokfast-needed", f"epoch {at}: validation accuracy {with_gf_text} with "
+                 f"grokfast, {without_text} without ({heads} of {len(slow.task.qs)} heads "
+                 f"generalised without; λ = 0 at {recipe})",
+                 every([fits, apart]) if stalled is None else stalled,
+                 scale="T_miiii and λ = 0 at equal epochs on three seeds (benchmarks/miiii_budgets.py)")
+
+
+def claim_masked_next_primes(c: ClaimInputs, claims: Claims) -> None:
+    following = [q for q in NEXT_PRIMES if q in c.main.task.qs]
+    if "T_masked" not in c.runs:
+        claims.not_checked("mi-masked-next-primes", "no T_masked run here (variants)")
+    elif not following:
+        claims.not_checked("mi-masked-next-primes", f"p = {c.params.p} has no head above 7")
+    else:
+        # 11, 13, 17, 19 (in any order) before every other head whose loss is not masked
+        reached = [{q: e for q, e in generalised_at(t).items() if q not in MASKED_PRIMES}
+                   for t in c.each_table("T_masked")]
+        verdict = first_in_order(reached, following, ordered=False)
+        claims.check("mi-masked-next-primes", "T_masked, the epoch each head generalised"
+                     + c.on(c.each("T_masked")), verdict,
+                     scale="11, 13, 17 and 19 generalised on three seeds of T_masked (the paper "
+                           "profile's 65,536 epochs at p = 113, three seeds)")
+
+
+def _over_chance(r: MiiiiRun) -> float:
+    """Mean over heads of the final validation accuracy above chance (1/q)."""
+    end = r.result.history.iloc[-1]
+    return float(np.mean([end[f"valid_acc_q{q}"] - 1 / q for q in r.task.qs]))
+
+
+def claim_basis_memorises(c: ClaimInputs, claims: Claims) -> None:
+    if "T_basis" not in c.runs:
+        claims.not_checked("mi-basis-memorises", "no T_basis run here (variants)")
+        return
+    b = c.runs["T_basis"]
+    last = b.result.history.iloc[-1]
+    excess = _over_chance(b)
+    # A head that learned nothing scores 1/q up to sampling noise: 3 standard errors of the
+    # mean over heads of binomial accuracies on the validation set.
+    n_valid = len(b.task.valid[1]) if b.task.valid is not None else len(b.task.test[1])
+    noise = 3 * np.sqrt(np.mean([(1 / q) * (1 - 1 / q) for q in b.task.qs]) / n_valid
+                        / len(b.task.qs))
+    # Validation at chance is guaranteed by the shuffled labels; the paper's claim is that
+    # T_basis's embedding shows no periodicity where T_miiii's does (Fig. 13): the share
+    # of W_E's power in its 3 strongest frequencies, T_miiii's above T_basis's, each read
+    # at T_basis's last epoch (a longer T_miiii at its snapshot there: equal budgets)
+    at = int(last["step"])
+    share = {label: [fourier.top_frequency_share(
+                 fourier.token_embedding(model_at(r, at), c.params.p)) for r in c.each(label)]
+             for label in ("T_miiii", "T_basis")}
+    # every T_basis seed fits its training set and stays at chance on validation
+    chance = [bool_verdict(last["train_acc"] >= FITS and abs(excess) <= noise,
+                           f"train >= {FITS:g}, validation within {noise:.3f} of chance "
+                           "(3 standard errors)")]
+    for other in c.each("T_basis")[1:]:
+        end, gap = other.result.history.iloc[-1], _over_chance(other)
+        chance.append(bool_verdict(end["train_acc"] >= FITS and abs(gap) <= noise,
+                                   f"another seed: train {end['train_acc']:.3f}, validation "
+                                   f"{gap:+.3f} over chance"))
+    shares = ", ".join(f"{label} {seed_values(v, 2)}" for label, v in share.items())
+    claims.check("mi-basis-memorises", f"T_basis, epoch {int(last['step'])}: train accuracy "
+                 f"{last['train_acc']:.3f}, validation {excess:+.3f} over chance; top-3 "
+                 f"frequency share of W_E: {shares}",
+                 every([*chance, larger(share["T_miiii"], share["T_basis"])]),
+                 scale="three seeds of T_miiii and T_basis at equal epochs")
+
+
+def claim_dropout_needed(c: ClaimInputs, claims: Claims) -> None:
+    if "T_miiii (dropout 0)" not in c.runs:
+        claims.not_checked("mi-dropout-needed", "no dropout-0 run here (dropout_zero): measured "
+                           "as exploration runs at 10,000 epochs, seeds 0-2 (README)")
+        return
+    plain = c.runs["T_miiii (dropout 0)"]
+    generalised = c.tables["T_miiii (dropout 0)"].dropna(subset=["valid epoch"])["q"].astype(int).tolist()
+    last = plain.result.history.iloc[-1]
+    at = int(last["step"])
+    with_dropout = valid_at(c.main, at)
+
+    def heads_by(t: pd.DataFrame) -> list[int]:
+        """The heads of a generalisation table generalised by epoch ``at``."""
+        return sorted(int(q) for q, e in zip(t["q"], t["valid epoch"]) if pd.notna(e) and e <= at)
+
+    with_heads = heads_by(c.tables["T_miiii"])
+    # The paper: without dropout no head but 2 and 3 generalises, where with dropout they
+    # all do; dropout makes the difference when T_miiii is ahead at the same epoch.  While
+    # with dropout too only 2 and 3 have, the runs cannot tell them apart.  Which heads have
+    # generalised by a fixed epoch moves with the seed, and with the rounding of another CPU
+    # (benchmarks/platform_claims.py: head 5 by epoch 4,000 on one kernel path, not on the
+    # recording's): one seed a side never tells the runs apart, whichever heads it reached
+    # (the same reason either way, so that it cannot flip).
+    beyond = [q for q in with_heads if q not in (2, 3)]
+    plains, mains = c.each("T_miiii (dropout 0)"), c.each("T_miiii")
+    if len(plains) > 1:  # run against run: every seed's heads, and the accuracies apart
+        without_heads = [heads_by(t) for t in c.each_table("T_miiii (dropout 0)")]
+        reached = [[q for q in heads_by(t) if q not in (2, 3)] for t in c.each_table("T_miiii")]
+        told_apart = (bool_verdict(True, f"with dropout beyond 2 and 3 on every seed: {reached}")
+                      if all(reached) else
+                      Verdict(NOT_SHOWN, f"with dropout beyond 2 and 3: {reached}, not on every "
+                                         f"seed by epoch {at}", BUDGET))
+        none_but = bool_verdict(all(set(h) <= {2, 3} for h in without_heads),
+                                f"none but 2 and 3 without dropout on every seed: {without_heads}")
+        apart = larger([valid_at(r, at) for r in mains],
+                       [float(r.result.history["valid_acc"].iloc[-1]) for r in plains])
+    else:
+        told_apart = Verdict(NOT_SHOWN, (f"with dropout {beyond} beyond 2 and 3" if beyond else
+                                         "with dropout too no head but 2 and 3 generalised")
+                             + ", on one seed a side: fewer than 3", RUNS)
+        none_but = bool_verdict(set(generalised) <= {2, 3}, "none but 2 and 3 without dropout")
+        apart = apart_by_seed_noise(c.params, with_dropout, float(last["valid_acc"]), "T_miiii",
+                       "T_miiii dropout 0", at)
+    claims.check("mi-dropout-needed", f"dropout 0, epoch {at}: train accuracy "
+                 f"{last['train_acc']:.3f}, validation {float(last['valid_acc']):.3f}, heads "
+                 f"generalised {generalised or 'none'}; with dropout {with_dropout:.3f}, heads "
+                 f"{with_heads or 'none'}" + c.on(plains),
+                 every([none_but, told_apart, apart]),
+                 scale="T_miiii and dropout 0 at equal epochs on three seeds (benchmarks/miiii_budgets.py)")
+
+
+def claim_nanda_generalises(c: ClaimInputs, claims: Claims) -> None:
+    if "T_nanda" in c.runs:
+        acc = float(c.runs["T_nanda"].result.history["valid_acc"].iloc[-1])
+        claims.ours("nanda-generalises", "T_nanda, (x0 + x1) mod p, generalises: the baseline "
+                    "notebooks 12 and 15 compare with", f"validation accuracy {acc:.3f}",
+                    bool_verdict(acc >= c.params.generalised_at, f"needs >= {c.params.generalised_at}"))
+
+
+#: Notebook 11's claims, one function each, in the order the notebook records them.
+CLAIM_CHECKS = (claim_every_head, claim_grokking, claim_small_primes_first, claim_rest_together,
+                claim_slower_than_nanda, claim_grokfast_needed, claim_masked_next_primes,
+                claim_basis_memorises, claim_dropout_needed, claim_nanda_generalises)
+
+
 def check_claims(runs: dict[str, MiiiiRun], tables: dict[str, pd.DataFrame],
                  params: MiiiiParams, claims: Claims,
                  seeds: dict[int, dict[str, MiiiiRun]] | None = None) -> None:
-    """Record notebook 11's ledger claims (Syrkis & Søgaard 2024) for the runs trained; a claim
-    whose run is not among them is recorded as not checked, saying which run it needs.
+    """Record notebook 11's ledger claims (Syrkis & Søgaard 2024) for the runs trained, one
+    function of :data:`CLAIM_CHECKS` each; a claim whose run is not among them is recorded as not
+    checked, saying which run it needs.
 
     ``seeds``: the same runs on further seeds (:func:`seed_runs`).  With three seeds a side the
     comparisons are run against run (:mod:`rt_lib.claims.verdicts`); with one they are judged against
     the seed noise measured by benchmarks/miiii_budgets.py, where it was measured."""
     more = list((seeds or {}).values())
-    more_tables = [{label: generalisation_table(r, params.generalised_at) for label, r in m.items()}
-                   for m in more]
-
-    def each(label: str) -> list[MiiiiRun]:
-        """``label``'s run on every seed, ``params.seed`` first."""
-        return [runs[label]] + [m[label] for m in more if label in m]
-
-    def each_table(label: str) -> list[pd.DataFrame]:
-        """The generalisation tables of :func:`each`'s runs, in its order."""
-        return [tables[label]] + [t[label] for t in more_tables if label in t]
-
-    def on(rs: list[MiiiiRun]) -> str:
-        return f" on {len(rs)} seeds" if len(rs) > 1 else ""
-
-    main = runs["T_miiii"]
-    h = main.result.history
-    last_epoch = int(h["step"].iloc[-1])
-    finals = {q: float(h[f"valid_acc_q{q}"].iloc[-1]) for q in main.task.qs}
-    below = {q: round(a, 3) for q, a in finals.items() if a < 0.99}
-    claims.check("mi-every-head-groks", f"epoch {last_epoch}: {len(finals) - len(below)} of "
-                 f"{len(finals)} heads at validation accuracy >= 0.99"
-                 + (f"; below: {below}" if below else ""),
-                 bool_verdict(not below, "every head needs >= 0.99"),
-                 scale="p = 113, 65,536 epochs (the paper profile)")
-    measured, verdict = grokking(each("T_miiii"), [params.seed, *(seeds or {})])
-    claims.check("mi-grokking", measured, verdict,
-                 scale="10,000 epochs or more at p = 37 on three seeds (--set epochs=10000 --set "
-                       "'extra_seeds=[1, 2]'), or the paper profile")
-    # the paper's order, 2, 3, 5, 7 before every other head, on every seed
-    small = [q for q in SMALL_PRIMES if q in main.task.qs]
-    claims.check("mi-small-primes-first", "T_miiii, the epoch each head generalised"
-                 + on(each("T_miiii")),
-                 first_in_order([generalised_at(t) for t in each_table("T_miiii")], small),
-                 scale="2, 3, 5 and 7 generalised on three seeds (the paper profile's 65,536 "
-                       "epochs at p = 113, three seeds)")
-    measured, verdict = rest_together(tables["T_miiii"], last_epoch)
-    claims.check("mi-rest-grok-together", measured, verdict,
-                 scale="p = 113, 65,536 epochs (the paper profile)")
-    if "T_nanda" in runs and len(each("T_nanda")) > 1:
-        measured, verdict = slower_than_nanda_seeds(
-            each_table("T_miiii"), each_table("T_nanda"), last_epoch)
-        claims.check("mi-miiii-slower-than-nanda", measured, verdict,
-                     scale="three seeds of T_miiii and T_nanda at equal epochs")
-    elif "T_nanda" in runs:
-        measured, verdict = slower_than_nanda(tables, last_epoch)
-        claims.check("mi-miiii-slower-than-nanda", measured, verdict,
-                     scale="three seeds of T_miiii and T_nanda at equal epochs")
-    else:
-        claims.not_checked("mi-miiii-slower-than-nanda", "no T_nanda run here (variants)")
-    if "T_miiii (λ = 0)" in runs:
-        slow = runs["T_miiii (λ = 0)"]
-        at = int(slow.result.history["step"].iloc[-1])
-        slows = each("T_miiii (λ = 0)")
-        # validation at λ = 0's last epoch on every seed, this notebook's seed first
-        with_gf_all = [valid_at(r, at) for r in each("T_miiii")]
-        without_all = [valid_at(r, at) for r in slows]
-        with_gf, without = with_gf_all[0], without_all[0]
-        heads = int(tables["T_miiii (λ = 0)"]["valid epoch"].notna().sum())
-        # one seed a side: judged against the seed noise measured at that epoch.  While the
-        # λ = 0 run does not fit its own training set the comparison is of recipes, not of
-        # grokfast: it trains at a recipe of its own (lambda_zero_lr, chosen on training loss)
-        own = params.lambda_zero_params()
-        recipe = (f"lr {own.lr:g}, weight decay {own.weight_decay:g}"
-                  + (", its own" if own is not params else ", the recipe tuned with grokfast"))
-        fit = min(float(r.result.history["train_acc"].iloc[-1]) for r in slows)  # every seed's
-        several = len(slows) > 1
-        fits = (bool_verdict(True, f"λ = 0 fits its training set{' on every seed' * several} "
-                                   f"({'>= ' * several}{fit:.3f})") if fit >= FITS
-                else Verdict(NOT_SHOWN, f"{'a' if several else 'the'} λ = 0 run does not fit its "
-                                        f"training set (train {fit:.3f} < {FITS:g})", BUDGET))
-        if several:  # run against run
-            apart = larger(with_gf_all, without_all)
-            with_gf_text, without_text = seed_values(with_gf_all), seed_values(without_all)
-        else:
-            apart = _apart(params, with_gf, without, "T_miiii", "T_miiii λ=0", at, own)
-            with_gf_text, without_text = f"{with_gf:.3f}", f"{without:.3f}"
-        # "no convergence with λ = 0" needs a grokfast run that converged to be shown; λ = 0
-        # converging goes against it whatever grokfast did; neither converging tells nothing
-        stalled = (None if min(without_all) >= params.generalised_at else
-                   not_generalised("T_miiii", with_gf_all, at, params.generalised_at))
-        claims.check("mi-grokfast-needed", f"epoch {at}: validation accuracy {with_gf_text} with "
-                     f"grokfast, {without_text} without ({heads} of {len(slow.task.qs)} heads "
-                     f"generalised without; λ = 0 at {recipe})",
-                     every([fits, apart]) if stalled is None else stalled,
-                     scale="T_miiii and λ = 0 at equal epochs on three seeds (benchmarks/miiii_budgets.py)")
-    else:
-        claims.not_checked("mi-grokfast-needed", "no λ = 0 run here (lambda_zero)")
-    following = [q for q in NEXT_PRIMES if q in main.task.qs]
-    if "T_masked" in runs and following:
-        # 11, 13, 17, 19 (in any order) before every other head whose loss is not masked
-        reached = [{q: e for q, e in generalised_at(t).items() if q not in MASKED_PRIMES}
-                   for t in each_table("T_masked")]
-        verdict = first_in_order(reached, following, ordered=False)
-        claims.check("mi-masked-next-primes", "T_masked, the epoch each head generalised"
-                     + on(each("T_masked")), verdict,
-                     scale="11, 13, 17 and 19 generalised on three seeds of T_masked (the paper "
-                           "profile's 65,536 epochs at p = 113, three seeds)")
-    elif "T_masked" in runs:
-        claims.not_checked("mi-masked-next-primes", f"p = {params.p} has no head above 7")
-    else:
-        claims.not_checked("mi-masked-next-primes", "no T_masked run here (variants)")
-    if "T_basis" in runs:
-        b = runs["T_basis"]
-        last = b.result.history.iloc[-1]
-
-        def over_chance(r: MiiiiRun) -> float:
-            """Mean over heads of the final validation accuracy above chance (1/q)."""
-            end = r.result.history.iloc[-1]
-            return float(np.mean([end[f"valid_acc_q{q}"] - 1 / q for q in r.task.qs]))
-
-        excess = over_chance(b)
-        # A head that learned nothing scores 1/q up to sampling noise: 3 standard errors of the
-        # mean over heads of binomial accuracies on the validation set.
-        n_valid = len(b.task.valid[1]) if b.task.valid is not None else len(b.task.test[1])
-        noise = 3 * np.sqrt(np.mean([(1 / q) * (1 - 1 / q) for q in b.task.qs]) / n_valid
-                            / len(b.task.qs))
-        # Validation at chance is guaranteed by the shuffled labels; the paper's claim is that
-        # T_basis's embedding shows no periodicity where T_miiii's does (Fig. 13): the share
-        # of W_E's power in its 3 strongest frequencies, T_miiii's above T_basis's, each read
-        # at T_basis's last epoch (a longer T_miiii at its snapshot there: equal budgets)
-        at = int(last["step"])
-        share = {label: [fourier.top_frequency_share(
-                     fourier.token_embedding(model_at(r, at), params.p)) for r in each(label)]
-                 for label in ("T_miiii", "T_basis")}
-        # every T_basis seed fits its training set and stays at chance on validation
-        chance = [bool_verdict(last["train_acc"] >= FITS and abs(excess) <= noise,
-                               f"train >= {FITS:g}, validation within {noise:.3f} of chance "
-                               "(3 standard errors)")]
-        for other in each("T_basis")[1:]:
-            end, gap = other.result.history.iloc[-1], over_chance(other)
-            chance.append(bool_verdict(end["train_acc"] >= FITS and abs(gap) <= noise,
-                                       f"another seed: train {end['train_acc']:.3f}, validation "
-                                       f"{gap:+.3f} over chance"))
-        shares = ", ".join(f"{label} {seed_values(v, 2)}" for label, v in share.items())
-        claims.check("mi-basis-memorises", f"T_basis, epoch {int(last['step'])}: train accuracy "
-                     f"{last['train_acc']:.3f}, validation {excess:+.3f} over chance; top-3 "
-                     f"frequency share of W_E: {shares}",
-                     every([*chance, larger(share["T_miiii"], share["T_basis"])]),
-                     scale="three seeds of T_miiii and T_basis at equal epochs")
-    else:
-        claims.not_checked("mi-basis-memorises", "no T_basis run here (variants)")
-    if "T_miiii (dropout 0)" in runs:
-        plain = runs["T_miiii (dropout 0)"]
-        generalised = tables["T_miiii (dropout 0)"].dropna(subset=["valid epoch"])["q"].astype(int).tolist()
-        last = plain.result.history.iloc[-1]
-        at = int(last["step"])
-        with_dropout = valid_at(main, at)
-
-        def heads_by(t: pd.DataFrame) -> list[int]:
-            """The heads of a generalisation table generalised by epoch ``at``."""
-            return sorted(int(q) for q, e in zip(t["q"], t["valid epoch"]) if pd.notna(e) and e <= at)
-
-        with_heads = heads_by(tables["T_miiii"])
-        # The paper: without dropout no head but 2 and 3 generalises, where with dropout they
-        # all do; dropout makes the difference when T_miiii is ahead at the same epoch.  While
-        # with dropout too only 2 and 3 have, the runs cannot tell them apart.  Which heads have
-        # generalised by a fixed epoch moves with the seed, and with the rounding of another CPU
-        # (benchmarks/platform_claims.py: head 5 by epoch 4,000 on one kernel path, not on the
-        # recording's): one seed a side never tells the runs apart, whichever heads it reached
-        # (the same reason either way, so that it cannot flip).
-        beyond = [q for q in with_heads if q not in (2, 3)]
-        plains, mains = each("T_miiii (dropout 0)"), each("T_miiii")
-        if len(plains) > 1:  # run against run: every seed's heads, and the accuracies apart
-            without_heads = [heads_by(t) for t in each_table("T_miiii (dropout 0)")]
-            reached = [[q for q in heads_by(t) if q not in (2, 3)] for t in each_table("T_miiii")]
-            told_apart = (bool_verdict(True, f"with dropout beyond 2 and 3 on every seed: {reached}")
-                          if all(reached) else
-                          Verdict(NOT_SHOWN, f"with dropout beyond 2 and 3: {reached}, not on every "
-                                             f"seed by epoch {at}", BUDGET))
-            none_but = bool_verdict(all(set(h) <= {2, 3} for h in without_heads),
-                                    f"none but 2 and 3 without dropout on every seed: {without_heads}")
-            apart = larger([valid_at(r, at) for r in mains],
-                           [float(r.result.history["valid_acc"].iloc[-1]) for r in plains])
-        else:
-            told_apart = Verdict(NOT_SHOWN, (f"with dropout {beyond} beyond 2 and 3" if beyond else
-                                             "with dropout too no head but 2 and 3 generalised")
-                                 + ", on one seed a side: fewer than 3", RUNS)
-            none_but = bool_verdict(set(generalised) <= {2, 3}, "none but 2 and 3 without dropout")
-            apart = _apart(params, with_dropout, float(last["valid_acc"]), "T_miiii",
-                           "T_miiii dropout 0", at)
-        claims.check("mi-dropout-needed", f"dropout 0, epoch {at}: train accuracy "
-                     f"{last['train_acc']:.3f}, validation {float(last['valid_acc']):.3f}, heads "
-                     f"generalised {generalised or 'none'}; with dropout {with_dropout:.3f}, heads "
-                     f"{with_heads or 'none'}" + on(plains),
-                     every([none_but, told_apart, apart]),
-                     scale="T_miiii and dropout 0 at equal epochs on three seeds (benchmarks/miiii_budgets.py)")
-    else:
-        claims.not_checked("mi-dropout-needed", "no dropout-0 run here (dropout_zero): measured "
-                           "as exploration runs at 10,000 epochs, seeds 0-2 (README)")
-    if "T_nanda" in runs:
-        acc = float(runs["T_nanda"].result.history["valid_acc"].iloc[-1])
-        claims.ours("nanda-generalises", "T_nanda, (x0 + x1) mod p, generalises: the baseline "
-                    "notebooks 12 and 15 compare with", f"validation accuracy {acc:.3f}",
-                    bool_verdict(acc >= params.generalised_at, f"needs >= {params.generalised_at}"))
+    inputs = ClaimInputs(runs, tables, params, [params.seed, *(seeds or {})], more,
+                         [{label: generalisation_table(r, params.generalised_at)
+                           for label, r in m.items()} for m in more])
+    for check in CLAIM_CHECKS:
+        check(inputs, claims)
     claims.done()
-
 
 __all__ = ["NAME", "EXPERIMENT", "MiiiiParams", "MiiiiRun", "run", "runs_to_do", "runs_folder",
            "generalisation_table", "summary_table", "generalisation_order", "training_params",

@@ -224,11 +224,17 @@ def plan(profile: str, only: list[str] | None, sets: dict,
             if not cfg.exists():
                 raise RunError(f"--profile {base_profile(profile)}: "
                                f"{cfg.relative_to(PROJECT_ROOT)} is missing")
-            params = yaml.safe_load(cfg.read_text()) or {}
-        if is_smoke(profile) and (exp := experiment(name)) is not None:
-            # the config with the smoke cuts, where the notebook has the parameter cut
-            params = {k: v for k, v in exp.profile_config(profile).items()
-                      if k in params or k in declared[name]}
+            exp = experiment(name)
+            try:  # one door from a profile to a notebook's values: Experiment.profile_config
+                params = (exp.profile_config(base_profile(profile)) if exp is not None
+                          else yaml.safe_load(cfg.read_text()) or {})
+            except yaml.YAMLError as err:
+                raise RunError(f"{cfg.relative_to(PROJECT_ROOT)}: not valid YAML "
+                               f"({str(err).splitlines()[0]})") from None
+            if is_smoke(profile) and exp is not None:
+                # the config with the smoke cuts, where the notebook has the parameter cut
+                params = {k: v for k, v in exp.params.smoke_config(params).items()
+                          if k in params or k in declared[name]}
         not_declared = sorted(set(params) - declared[name])
         if not_declared:
             raise RunError(f"{name}: unknown parameter(s) {not_declared} in the {profile} "

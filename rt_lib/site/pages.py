@@ -16,7 +16,7 @@ Formulas (``$...$`` inline, ``$$...$$`` displayed, as in Jupyter) are typeset by
 copy that the pinned ``django-static-mathjax`` ships, copied once into ``site/_static/mathjax/``
 (:func:`copy_mathjax`: its TeX-to-CommonHTML build, its fonts, its licence) and loaded by a path
 relative to the page.  Nothing is fetched at build or view time; a page needs only its folder.
-The kernel-free explorers (:mod:`rt_lib.site.static_explorers`) are plain outputs of their notebooks, so they
+The kernel-free explorers (:mod:`rt_lib.plots.static_explorers`) are plain outputs of their notebooks, so they
 come along.  Exploration runs (folders with changes in their names) are not part of a profile's
 site.
 """

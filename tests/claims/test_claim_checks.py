@@ -116,7 +116,10 @@ def test_embedding_claims_are_not_shown_at_unequal_epochs_even_far_apart(tmp_pat
     pos = next(c for c in record.claims if c.id == "mi-pos-correlation")
     assert (pos.status, pos.reason) == ("not shown", "runs")
     assert "T_basis +0.00" in pos.measured and "within the noise" in pos.measured
-    assert _status(record, "nanda-positions-more-alike-all-dims") == "holds"  # ours: T_nanda alone
+    # ours, far apart too: one seed a side measures no spread of r over seeds (random vectors'
+    # spread is no stand-in: T_nanda's r was -0.17 on an Intel Xeon), so not shown either
+    ours = next(c for c in record.claims if c.id == "nanda-positions-more-alike-all-dims")
+    assert (ours.status, ours.reason) == ("not shown", "runs")
     assert _status(record, "mi-we-svd-diffuse") == "not shown"  # one run a side
     record = _record(tmp_path / "c", "12_miiii_embeddings")
     check_claims(table([100, 100, 100], -0.95), params, record)
@@ -160,10 +163,11 @@ def test_embedding_claims_on_three_seeds_a_side_hold_fail_and_tie_run_against_ru
     got = {c.id: (c.status, c.reason) for c in record.claims}
     assert got.pop("nanda-positions-more-alike-all-dims") == ("holds", "")
     assert set(got.values()) == {("not shown", "budget")}
-    # one seed, the same numbers: the paper's comparisons are not shown
+    # one seed, the same numbers: the paper's comparisons are not shown, nor is ours
     one = statuses(paper_way[0])
     assert (one["mi-we-spectrum"] == one["mi-we-svd-diffuse"] == one["mi-pos-correlation"]
-            == one["mi-svd-vectors-periodic"] == "not shown")
+            == one["mi-svd-vectors-periodic"] == one["nanda-positions-more-alike-all-dims"]
+            == "not shown")
     other_way = [table(-0.5, 0.4, 0.6, [9, 3, 12], [0.1, 0.4, 0.9], shift) for shift in (0, 0.05, -0.05)]
     got = statuses(*other_way)
     assert (got["mi-pos-correlation"] == got["mi-we-spectrum"] == got["mi-we-svd-diffuse"]

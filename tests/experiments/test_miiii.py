@@ -210,7 +210,7 @@ def test_the_lambda_zero_run_trains_at_its_own_recipe_and_only_its_key_says_so()
     assert params.lambda_zero_params() is params  # unset: the recipe tuned with grokfast
     assert replace(params, lambda_zero_lr=params.lr).run_key("miiii", 0.0) == before[("miiii", 0.0, params.dropout)]
     # the seed noise measured for λ = 0 was measured at the grokfast recipe: not at its own
-    from rt_lib.experiments.miiii_training import seed_noise
+    from rt_lib.experiments.miiii_common import seed_noise
     assert seed_noise(params.lambda_zero_params(), "T_miiii λ=0", 4000) is not None
     assert seed_noise(own.lambda_zero_params(), "T_miiii λ=0", 4000) is None
     assert seed_noise(own, "T_miiii", 4000) is not None  # T_miiii's own noise stands
@@ -394,8 +394,8 @@ def test_miiii_comparisons_use_the_benchmarks_seed_noise(tmp_path):
     CPU profile's settings: a lead beyond twice the noise holds, a tie is not shown, the reverse
     fails; other settings or another epoch have no noise to judge by."""
     from rt_lib.claims.ledger import Claims
-    from rt_lib.experiments.miiii_common import MiiiiParams
-    from rt_lib.experiments.miiii_training import check_claims, generalisation_table, seed_noise
+    from rt_lib.experiments.miiii_common import MiiiiParams, seed_noise
+    from rt_lib.experiments.miiii_training import check_claims, generalisation_table
 
     # the CPU profile's settings, λ = 0 at the recipe tuned with grokfast (what the benchmark ran)
     params = MiiiiParams(lambda_zero_weight_decay=None)

@@ -5,7 +5,7 @@ browser download):
   injected by papermill: moving the neuron slider must change the rendered image;
 - the companion site (rt_lib.site.pages) built from the committed notebooks: it opens with no console
   error and no request outside its folder, every page shows every figure of its notebook, and
-  the kernel-free explorers (rt_lib.site.static_explorers) of notebooks 01, 02 and 13 change their picture when
+  the kernel-free explorers (rt_lib.plots.static_explorers) of notebooks 01, 02 and 13 change their picture when
   a slider moves, and the formulas of a page are typeset by the site's own MathJax copy.
 
 Where Chromium is absent these tests are skipped with the reason in the summary (``run_tests.sh``

@@ -1,4 +1,4 @@
-"""The companion site (rt_lib.site.pages), the kernel-free explorers (rt_lib.site.static_explorers) and the runner's
+"""The companion site (rt_lib.site.pages), the kernel-free explorers (rt_lib.plots.static_explorers) and the runner's
 progress line.  The site in a real browser: tests/site/test_browser.py."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from matplotlib.figure import Figure
 
 from rt_lib.analysis.activations import pca
 from rt_lib.pipeline import progress, runner
+from rt_lib.plots.static_explorers import Control, FrameExplorer, frame_explorer, pc_frames
 from rt_lib.site.pages import MATHJAX, MATHJAX_SCRIPT, SITE, build_site, claims_table, mathjax_files
-from rt_lib.site.static_explorers import Control, FrameExplorer, frame_explorer, pc_frames
 
 
 def _png(value: int) -> bytes:
