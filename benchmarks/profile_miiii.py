@@ -11,7 +11,8 @@ the default; cpu: p = 37); ``device``: cpu or cuda; ``epochs``: profiled epochs 
 Each epoch is :func:`rt_lib.training.train.train_step` exactly as notebook 11 trains T_miiii:
 the full training split as one batch, the fast paths' forward, the ln(q)-weighted loss, grokfast
 on the gradients, AdamW.  It is profiled under each setting that can change its kernels:
-deterministic algorithms on and off and, on a GPU, TF32 matmuls on and off.  For each it prints
+deterministic algorithms on and off and, on a GPU, TF32 matmuls on and off, and once with
+deterministic mode's NaN fill of every new tensor (which train.prepare turns off).  For each it prints
 the milliseconds per epoch (the device synchronised), the share of the time in matrix products
 (``mm``, ``bmm``, ``addmm``, ``matmul``, ``linear``, SDPA) and the operators that take the most
 self time: what is not a matrix product is what a faster step would cut.  About a minute on either
@@ -22,13 +23,14 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
 from rt_lib.experiments.miiii_training import EXPERIMENT
-from rt_lib.training.train import make_optimizer, train_step
+from rt_lib.training.train import make_optimizer, prepare, train_step
 
 MATMULS = ("aten::mm", "aten::bmm", "aten::addmm", "aten::matmul", "aten::linear",
            "aten::_scaled_dot_product", "aten::baddbmm")
@@ -58,20 +60,24 @@ def parse(argv: list[str]) -> dict[str, int | str]:
 
 
 def settings(device: torch.device) -> list[dict[str, bool]]:
-    """The kernel settings profiled: deterministic on and off, and on a GPU TF32 on and off."""
+    """The kernel settings profiled: deterministic on and off, and on a GPU TF32 on and off;
+    first the step as training runs it (train.prepare: deterministic, without its NaN fill of
+    new tensors), and once with that fill, as the step ran before prepare turned it off."""
     tf32 = (False, True) if device.type == "cuda" else (False,)
-    return [{"deterministic": d, "tf32": t} for d in (True, False) for t in tf32]
+    return ([{"deterministic": d, "tf32": t, "fill": False} for d in (True, False) for t in tf32]
+            + [{"deterministic": True, "tf32": False, "fill": True}])
 
 
 def profile_epochs(params, device: torch.device, epochs: int, setting: dict[str, bool]):
     """(ms per epoch, the profiler's averages) of ``epochs`` training steps of T_miiii."""
-    torch.use_deterministic_algorithms(setting["deterministic"], warn_only=True)
+    lamb = params.grokfast_lambda
+    task = params.task("miiii")
+    cfg = replace(params.train_config(lamb, None), deterministic=setting["deterministic"])
+    prepare(cfg, device)  # threads and kernels as training sets them
+    torch.utils.deterministic.fill_uninitialized_memory = setting["fill"]
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = setting["tf32"]
         torch.backends.cudnn.allow_tf32 = setting["tf32"]
-    lamb = params.grokfast_lambda
-    task = params.task("miiii")
-    cfg = params.train_config(lamb, None)
     model = params.model(task).to(device).train()
     x, y = (t.to(device) for t in task.get_batch(0, None, 0))
     optimizer = make_optimizer(model, cfg)
@@ -122,12 +128,15 @@ def main(argv: list[str]) -> int:
         ms, averages = profile_epochs(params, device, int(opts["epochs"]), setting)
         head = (f"deterministic {'on' if setting['deterministic'] else 'off'}"
                 + (f", TF32 {'on' if setting['tf32'] else 'off'}" if device.type == "cuda" else "")
+                + (", with the NaN fill of new tensors (before train.prepare turned it off)"
+                   if setting["fill"] else "")
                 + f": {ms:.2f} ms per epoch, matrix products {matmul_share(averages, device):.0%} "
                   f"of the operators' self time")
         table = averages.table(sort_by=sort, row_limit=int(opts["rows"]))
         print(head, table, sep="\n", flush=True)
         lines += [head, table]
     torch.use_deterministic_algorithms(False)
+    torch.utils.deterministic.fill_uninitialized_memory = True
     if opts["out"]:
         Path(str(opts["out"])).write_text("\n".join(lines) + "\n")
     return 0

@@ -35,16 +35,9 @@ from rt_lib.experiments.miiii_common import (
     MiiiiRun,
     apart_by_seed_noise,
     epochs_trained,
-    finished_run,
-    load_runs,
     model_at,
     not_generalised,
-    run,
-    runs_folder,
-    runs_to_do,
     seed_values,
-    snapshot_models,
-    training_params,
     valid_at,
 )
 from rt_lib.tasks.miiii import MASKED_PRIMES
@@ -536,6 +529,5 @@ def check_claims(runs: dict[str, MiiiiRun], tables: dict[str, pd.DataFrame],
         check(inputs, claims)
     claims.done()
 
-__all__ = ["NAME", "EXPERIMENT", "MiiiiParams", "MiiiiRun", "run", "runs_to_do", "runs_folder",
-           "generalisation_table", "summary_table", "generalisation_order", "training_params",
-           "load_runs", "finished_run", "snapshot_models", "check_claims"]
+__all__ = ["NAME", "EXPERIMENT", "generalisation_table", "summary_table", "generalisation_order",
+           "generalised_at", "ClaimInputs", "CLAIM_CHECKS", "check_claims"]

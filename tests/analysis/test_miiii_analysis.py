@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from rt_lib.analysis import fourier
+from rt_lib.experiments import miiii_common as mc
 from rt_lib.experiments import miiii_neurons as mn
 from rt_lib.experiments import miiii_training as mi
 from rt_lib.experiments.miiii_common import MiiiiParams
@@ -165,18 +166,18 @@ def test_neuron_explorer_redraws_on_every_slider():
 
 def test_training_params_rejects_unknown_keys():
     with pytest.raises(ValueError, match="unknown keys"):
-        mi.training_params({"learning_rate": 1e-3}, ("miiii",))
+        mc.training_params({"learning_rate": 1e-3}, ("miiii",))
     with pytest.raises(ValueError, match="trainable"):
         MiiiiParams(trainable="nothing")
 
 
 def test_runs_are_reused_and_snapshots_load(results_tmp):
-    params = mi.training_params(TINY, ("miiii",))
-    first = mi.load_runs(params)["miiii"]
-    again = mi.load_runs(params)["miiii"]  # loaded from its finished checkpoint, not retrained
+    params = mc.training_params(TINY, ("miiii",))
+    first = mc.load_runs(params)["miiii"]
+    again = mc.load_runs(params)["miiii"]  # loaded from its finished checkpoint, not retrained
     assert again.folder == first.folder
     assert again.result.history.equals(first.result.history)
-    models = mi.snapshot_models(again)
+    models = mc.snapshot_models(again)
     assert sorted(models) == list(models) and max(models) == 12
     final = again.result.model.cpu()
     for name, value in models[12].state_dict().items():
@@ -190,19 +191,19 @@ def _tree(folder):
 
 def test_a_run_another_notebook_finished_is_read_from_its_folder_and_left_untouched(results_tmp):
     from rt_lib.experiments import miiii_embeddings as me
-    params = mi.training_params(TINY, ("miiii",))
-    other = mi.run(params, name=mn.NAME, seed=1)["T_miiii"]  # 13's further seed, trained there
+    params = mc.training_params(TINY, ("miiii",))
+    other = mc.run(params, name=mn.NAME, seed=1)["T_miiii"]  # 13's further seed, trained there
     assert other.folder.parent.parent == results_tmp / mn.NAME
     before = _tree(results_tmp / mn.NAME)
     # 12 asks for the same run with 13's folder to search (run(reuse=...): any notebook's
     # folder holding the same run): loaded from there, not retrained, nothing written in either
-    found = mi.run(params, name=me.NAME, seed=1, reuse=(results_tmp / mn.NAME,))["T_miiii"]
+    found = mc.run(params, name=me.NAME, seed=1, reuse=(results_tmp / mn.NAME,))["T_miiii"]
     assert found.folder == other.folder
     assert found.result.history.equals(other.result.history)
     assert _tree(results_tmp / mn.NAME) == before
     assert not (results_tmp / me.NAME / "runs").exists()
     # another seed is in neither folder searched: trained in the notebook's own
-    own = mi.run(params, name=me.NAME, seed=2, reuse=(results_tmp / mn.NAME,))["T_miiii"]
+    own = mc.run(params, name=me.NAME, seed=2, reuse=(results_tmp / mn.NAME,))["T_miiii"]
     assert own.folder.parent.parent == results_tmp / me.NAME
 
 
@@ -211,8 +212,8 @@ def test_notebook_12s_further_seeds_come_from_11s_extra_seeds_else_its_own_folde
     params = me.EmbeddingParams(variants=("nanda", "miiii"), train_params=TINY, pos_dims=4,
                                 seeds=(0, 1, 2))
     training = params.training()
-    mi.seed_runs(replace(training, extra_seeds=(1,)))  # 11 trained seed 1 of each variant
-    eleven = mi.runs_folder(training) / "runs"
+    mc.seed_runs(replace(training, extra_seeds=(1,)))  # 11 trained seed 1 of each variant
+    eleven = mc.runs_folder(training) / "runs"
     trained_by_11 = sorted(f.name for f in eleven.iterdir())
     tables = me.seed_tables(params)
     assert len(tables) == 2 and all(list(t.task) == ["T_nanda", "T_miiii"] for t in tables)
@@ -287,22 +288,22 @@ def test_a_t_miiii_longer_than_its_baselines_is_read_at_their_last_epoch(results
     # at p = 7 three frequencies are all there is (every share is 1); lr 0.1 moves W_E enough
     # between epochs 7 and 12 to tell the two apart
     tiny = TINY | {"p": 11, "lr": 0.1}
-    runs = mi.run(mi.training_params(tiny | {"baseline_epochs": 7}, ("miiii", "basis")))
+    runs = mc.run(mc.training_params(tiny | {"baseline_epochs": 7}, ("miiii", "basis")))
     long, basis = runs["T_miiii"], runs["T_basis"]
-    short = mi.run(mi.training_params(tiny | {"epochs": 7}, ("miiii",)))["T_miiii"]
-    assert mi.epochs_trained(long) == 12 and mi.epochs_trained(basis) == 7
+    short = mc.run(mc.training_params(tiny | {"epochs": 7}, ("miiii",)))["T_miiii"]
+    assert mc.epochs_trained(long) == 12 and mc.epochs_trained(basis) == 7
     assert 7 not in long.result.history["step"].tolist()  # logged at 5 and 12, not at 7
     expected = short.result.model.state_dict()
-    for name, value in mi.model_at(long, 7).state_dict().items():
+    for name, value in mc.model_at(long, 7).state_dict().items():
         torch.testing.assert_close(value, expected[name], rtol=0, atol=0)
     end = short.result.history.iloc[-1]
-    row = mi.row_at(long, 7)
+    row = mc.row_at(long, 7)
     assert (row["valid_acc"], row["train_acc"]) == (end["valid_acc"], end["train_acc"])
-    assert mi.valid_at(long, 12) == long.result.history["valid_acc"].iloc[-1]
+    assert mc.valid_at(long, 12) == long.result.history["valid_acc"].iloc[-1]
     with pytest.raises(ValueError, match="kept no weights at epoch 6.*baseline_epochs=6"):
-        mi.valid_at(long, 6)
+        mc.valid_at(long, 6)
     # mi-basis-memorises: T_miiii's W_E read at T_basis's epoch
-    params = mi.training_params(tiny | {"baseline_epochs": 7}, ("miiii", "basis"))
+    params = mc.training_params(tiny | {"baseline_epochs": 7}, ("miiii", "basis"))
     record = Claims(tmp_path, strict=False, notebook=mi.NAME)
     tables = {label: mi.generalisation_table(r, 0.95) for label, r in runs.items()}
     mi.check_claims(runs, tables, params, record)
@@ -340,8 +341,8 @@ def test_only_t_miiii_longer_than_its_baselines_keeps_a_snapshot_at_their_end():
 
 
 def test_a_models_interaction_share_is_the_one_its_snapshot_row_shows(results_tmp):
-    run = mi.load_runs(mi.training_params(TINY, ("miiii",)))["miiii"]
-    snapshots = mi.snapshot_models(run)
+    run = mc.load_runs(mc.training_params(TINY, ("miiii",)))["miiii"]
+    snapshots = mc.snapshot_models(run)
     table = mn.active_frequency_table(mn.neuron_grids(snapshots, 7), (1.0,)).set_index("epoch")
     for epoch, model in snapshots.items():
         assert mn.interaction_share(model, 7) == table.loc[epoch, "interaction share"]

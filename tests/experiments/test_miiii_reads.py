@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from rt_lib.experiment import PARAMETERS_FILE
+from rt_lib.experiments import miiii_common as mc
 from rt_lib.experiments import miiii_training as mi
 from rt_lib.experiments.miiii_embeddings import EmbeddingParams
 from rt_lib.experiments.miiii_neurons import NeuronParams
@@ -47,12 +48,12 @@ def test_readers_load_the_runs_of_the_exploration_they_are_handed(handed, result
     folder = handed({"p": 41})
     assert folder == results_tmp / "11_miiii_training+p=41"
     assert yaml.safe_load((folder / PARAMETERS_FILE).read_text())["changes"] == {"p": 41}
-    ran = mi.MiiiiParams(p=41)
+    ran = mc.MiiiiParams(p=41)
     readers = {"12": EmbeddingParams().training(), "13": NeuronParams().training(),
                "15": RandomMiiiiParams().trained()}
     for name, training in readers.items():
         assert training.p == 41, name
-        assert mi.runs_folder(training) == folder, name
+        assert mc.runs_folder(training) == folder, name
         assert training.run_key("miiii", 2.0) == ran.run_key("miiii", 2.0), name  # its very runs
     random = RandomMiiiiParams().random(128)  # 15's own random transformers: at p = 41 too,
     # and as long as the runs they are compared with
@@ -64,7 +65,7 @@ def test_readers_load_the_runs_of_the_exploration_they_are_handed(handed, result
     # handed nothing (or the profile's folder): the profile's runs, p = 37
     monkeypatch.setattr("rt_lib.runtime.io._folders", {})
     training = EmbeddingParams().training()
-    assert training.p == 37 and mi.runs_folder(training) == results_tmp / mi.NAME
+    assert training.p == 37 and mc.runs_folder(training) == results_tmp / mi.NAME
     run_context(folders={mi.NAME: mi.NAME})
     assert NeuronParams().training().p == 37
 
@@ -93,7 +94,7 @@ def test_the_paper_profiles_readers_follow_an_exploration_of_it(handed):
         params = cls(**config)
         training = params.trained() if cls is RandomMiiiiParams else params.training()
         assert training.p == 41 and training.d_model == 256, name
-        assert mi.runs_folder(training) == folder, name
+        assert mc.runs_folder(training) == folder, name
 
 
 @pytest.mark.parametrize("make", [False, True])

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from rt_lib.experiments import miiii_training
+from rt_lib.experiments import miiii_common, miiii_training
 from rt_lib.pipeline import plan as planning
 from rt_lib.pipeline import runner
 from rt_lib.pipeline.registry import registry
@@ -41,10 +41,10 @@ def test_the_gpu_profiles_readers_read_its_own_runs():
     jobs = {job.name: job for job in runner.plan("gpu", None, {})}
     assert {"01_modular_addition", "02_needle_in_a_haystack", "03_decimal_addition",
             "04_parentheses"} <= set(jobs)  # what 07 reads
-    main = miiii_training.MiiiiParams(**jobs[miiii_training.NAME].parameters)
+    main = miiii_common.MiiiiParams(**jobs[miiii_training.NAME].parameters)
     for job in jobs.values():
         if "train_params" in job.parameters:
-            again = miiii_training.training_params(job.parameters["train_params"], ("miiii",))
+            again = miiii_common.training_params(job.parameters["train_params"], ("miiii",))
             key = main.run_key("miiii", main.grokfast_lambda)
             assert again.run_key("miiii", main.grokfast_lambda) == key, job.name
 

@@ -112,7 +112,7 @@ def test_the_paper_profile_trains_three_runs_a_side_wherever_a_notebook_trains_s
 
 
 def test_every_paper_config_names_only_known_parameters_and_validates():
-    from rt_lib.experiments import miiii_training
+    from rt_lib.experiments import miiii_common, miiii_training
     from rt_lib.pipeline.registry import registry
 
     jobs = runner.plan("paper", None, {})
@@ -125,11 +125,11 @@ def test_every_paper_config_names_only_known_parameters_and_validates():
         if hasattr(params, "trained_steps"):  # no CPU-profile caps at paper scale
             assert params.trained_steps is None and params.lstm_steps is None, job.name
     # notebooks 12, 13 and 15 must ask for exactly notebook 11's paper runs (else they retrain)
-    main = miiii_training.MiiiiParams(
+    main = miiii_common.MiiiiParams(
         **next(j for j in jobs if j.name == miiii_training.NAME).parameters)
     for job in jobs:
         if "train_params" in job.parameters:
-            again = miiii_training.training_params(job.parameters["train_params"], ("miiii",))
+            again = miiii_common.training_params(job.parameters["train_params"], ("miiii",))
             assert again.run_key("miiii", 0.5) == main.run_key("miiii", 0.5), job.name
 
 

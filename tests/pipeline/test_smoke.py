@@ -10,7 +10,7 @@ from dataclasses import fields, replace
 import pytest
 from torch.utils.flop_counter import FlopCounterMode
 
-from rt_lib.experiments import miiii_training
+from rt_lib.experiments import miiii_common, miiii_training
 from rt_lib.experiments.common import GridParams
 from rt_lib.model import TransformerConfig, build_model
 from rt_lib.pipeline import runner
@@ -87,10 +87,10 @@ def test_smoke_cuts_the_long_notebooks_to_a_handful_of_steps(plans):
 
 def test_smoke_readers_ask_for_notebook_11s_smoke_runs(plans):
     _, smoke = plans
-    main = miiii_training.MiiiiParams(**smoke[miiii_training.NAME].parameters)
+    main = miiii_common.MiiiiParams(**smoke[miiii_training.NAME].parameters)
     for job in smoke.values():
         if "train_params" in job.parameters:
-            again = miiii_training.training_params(job.parameters["train_params"], ("miiii",))
+            again = miiii_common.training_params(job.parameters["train_params"], ("miiii",))
             assert again.run_key("miiii", main.grokfast_lambda) == \
                 main.run_key("miiii", main.grokfast_lambda), job.name
 

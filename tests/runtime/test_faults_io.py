@@ -464,7 +464,7 @@ def test_subspace_names_a_damaged_metrics_file_and_a_damaged_checkpoint(results_
 
 
 def _snapshot_run(folder: Path) -> SimpleNamespace:
-    """What :func:`rt_lib.experiments.miiii_training.snapshot_models` reads of a run: its model's
+    """What :func:`rt_lib.experiments.miiii_common.snapshot_models` reads of a run: its model's
     config and its folder, with two weight snapshots saved as training saves them."""
     cfg = TransformerConfig(d_vocab=7, n_ctx=2, d_model=16, n_heads=2)
     for step in (10, 20):
