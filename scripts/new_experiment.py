@@ -37,9 +37,10 @@ from rt_lib.runtime.params import cell_fields, parameters_cell, plain
 
 MODULE = '''"""Experiment {nn}: {title}.
 
-Written by scripts/new_experiment.py: a restart grid of model kinds on an example task (modular
-addition) and one claim of our own.  Replace the task, the parameters and the claim with the
-experiment's own, and cite the paper's section a claim comes from (docs/papers.md).
+Written by scripts/new_experiment.py: a restart grid of model kinds on an example task, modular
+addition (docs/papers.md, random transformers: tasks), and one claim of our own.  Replace the
+task, the parameters and the claim with the experiment's own, citing each one's section the same
+way.
 """
 
 from __future__ import annotations
