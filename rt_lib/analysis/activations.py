@@ -195,3 +195,16 @@ def hidden_states(model: Transformer, tokens: Tensor, positions: Tensor | None =
                     picked = resid[positions[start : start + batch_size]]
                 out.setdefault(f"layer {i + 1}", []).append(picked.cpu())
     return {name: torch.cat(parts) for name, parts in out.items()}
+
+
+def digit_attention_shares(model: Transformer, tokens: Tensor, digits: tuple[int, int] = (0, 1),
+                           query: int = -1, layer: int = 0) -> Tensor:
+    """[n_heads]: for each head of ``layer``, the share of the attention that ``query`` pays to
+    the two digit positions which goes to the head's preferred one, averaged over ``tokens``
+    [b, t] (0.5: both digits alike; 1: one digit only).  The paper's Figure 18 (Syrkis & Søgaard
+    §4.5) shows the attention from ŷ to x0 per head; attention to the query's own position is
+    left out, so the share is of the digits' part alone."""
+    pattern = attention_patterns(model, tokens)[layer]  # [b, h, tq, tk]
+    on_digits = pattern[:, :, query, list(digits)].double()  # [b, h, 2]
+    split = (on_digits / on_digits.sum(-1, keepdim=True).clamp_min(1e-12)).mean(0)  # [h, 2]
+    return split.max(-1).values.float()

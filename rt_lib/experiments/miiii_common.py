@@ -489,6 +489,22 @@ def finished_run(params: MiiiiParams, variant: str) -> MiiiiRun | None:
     return load_runs(one)[variant] if _finished(folder) else None
 
 
+def finished_runs(params: MiiiiParams, variant: str) -> list[MiiiiRun]:
+    """``variant``'s grokfast run on ``params.seed`` and on each of ``params.extra_seeds``, in
+    that order, loaded for the seeds on which notebook 11 trained it to its end (as
+    :func:`finished_run`, never trained here): a reader's control runs on as many seeds as the
+    profile trained them."""
+    one = replace(params, variants=(variant,), lambda_zero=False, dropout_zero=False)
+    out = []
+    for seed in (params.seed, *params.extra_seeds):
+        these = one if seed == params.seed else replace(one, seed=seed, extra_seeds=())
+        key = these.run_key(variant, one.grokfast_lambda)
+        if _finished(runs_folder(one) / "runs" / key):
+            runs = run(one, seed=None if seed == params.seed else seed)
+            out.append(next(r for r in runs.values() if r.variant == variant and r.lamb == one.grokfast_lambda))
+    return out
+
+
 def _snapshot(r: MiiiiRun, path: Path) -> tuple[int, nn.Module]:
     """(epoch, model) of one weight snapshot of ``r`` (eval mode, CPU); a damaged snapshot names
     itself and notebook 11, which writes it."""

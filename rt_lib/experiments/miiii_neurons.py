@@ -1,4 +1,5 @@
-"""Experiment 13: what miiii's MLP neurons compute (Syrkis & Søgaard 2024, §4.2, Figs. 14-15).
+"""Experiment 13: what miiii's MLP neurons compute, how its gradients settle and where its heads
+attend (Syrkis & Søgaard 2024, §4.4-4.5, Figs. 14-18).
 
 Analyses the weight snapshots of notebook 11's T_miiii run over training (loaded as notebook 12
 loads its runs: the same training settings, ``train_params``).
@@ -15,6 +16,8 @@ import torch
 from torch import nn
 
 from rt_lib.analysis import fourier
+from rt_lib.analysis.activations import digit_attention_shares
+from rt_lib.analysis.gradients import norms_over, settled_at
 from rt_lib.claims.ledger import Claims
 from rt_lib.claims.verdicts import BUDGET, HOLDS, NOT_SHOWN, RUNS, Verdict, bool_verdict, every, every_run, larger
 from rt_lib.experiment import Experiment
@@ -33,6 +36,7 @@ from rt_lib.experiments.miiii_common import (
 )
 from rt_lib.model import build_model
 from rt_lib.runtime.params import Params
+from rt_lib.tasks.miiii import miiii_inputs
 
 NAME = "13_miiii_neurons"
 
@@ -93,7 +97,23 @@ EXPERIMENT = Experiment(
             "with nothing periodic to learn, 0 -> 11, 19, 17: at this scale the count's rise "
             "follows the neurons' growth, periodic or not, and neither falls back by the run's "
             "end; the paper's 65,536 epochs at p = 113, T_basis beside, three seeds, are "
-            "expected to tell them apart (an estimate)")})
+            "expected to tell them apart (an estimate)"),
+        "mi-basis-neurons-aperiodic": (
+            "the CPU profile trains one T_basis (seed 0), and its T_miiii has not generalised by "
+            "4,000 epochs: the share is 0.21 for T_basis against 0.46-0.64 for three T_miiii "
+            "seeds (notebook 13's claim line), apart but on one T_basis run and mid-transition; "
+            "the long profile's three seeds of both at 10,000 epochs are expected to show it"),
+        "mi-attention-gradient-settles": (
+            "on seeds 0-2 at 4,000 epochs every part's gradient norm falls to a tenth of its "
+            "peak within the first 200 epochs but the embedding's (attention at 92-196, the MLP "
+            "at 43-196: notebook 13's claim line), so the seeds do not separate the attention "
+            "from the rest; the snapshots of longer runs (the long profile's 10,000 epochs, the "
+            "paper's 65,536) would say whether it settles first (not measured)"),
+        "mi-heads-attend-one-digit": (
+            "T_miiii has not generalised by 4,000 epochs (validation 0.32-0.40 on seeds 0-2), "
+            "and its heads then send 0.62-0.92 of their digit attention to one digit against "
+            "T_nanda's 0.52 (one T_nanda run): the paper's heads are the trained model's; the "
+            "long profile's three seeds of both at 10,000 epochs are expected to show it")})
 
 
 def neuron_grids(models: dict[int, nn.Module], p: int) -> dict[int, np.ndarray]:
@@ -239,7 +259,9 @@ def model_share(model: nn.Module, p: int, params: NeuronParams) -> float:
 
 def check_claims(table: pd.DataFrame, authors: pd.DataFrame, grids: dict[int, np.ndarray],
                  trained: dict[int, MiiiiRun], p: int, params: NeuronParams,
-                 claims: Claims, control: pd.DataFrame | None = None) -> None:
+                 claims: Claims, control: pd.DataFrame | None = None,
+                 gradients: dict[int, pd.DataFrame] | None = None,
+                 nanda: list[MiiiiRun] = (), basis: list[MiiiiRun] = ()) -> None:
     """Record notebook 13's claims.  Periodic neurons: the final model of each run of
     ``trained`` (:func:`trained_runs`, a seed each) against untrained models of the same shape
     (seeds :data:`UNTRAINED_SEEDS`), one value per model (:func:`model_share`): an untrained
@@ -250,7 +272,9 @@ def check_claims(table: pd.DataFrame, authors: pd.DataFrame, grids: dict[int, np
     The authors' count of active frequencies must rise over training and fall back
     (:func:`rise_and_fall`, neuron 0, k = 1), more than the same count of ``control``
     (:func:`control_authors_table`).  Ours: the share of the MLP's power combining both digits
-    goes from below 0.1 to above 0.3 on every trained seed (three to hold)."""
+    goes from below 0.1 to above 0.3 on every trained seed (three to hold).
+    ``gradients`` ({seed: :func:`gradient_table`}), ``nanda`` and ``basis`` (notebook 11's runs of
+    T_nanda and T_basis, :func:`finished_runs`): Figs. 17, 18 and 15, one function each."""
     models = {seed: r.result.model.eval() for seed, r in trained.items()}
     cfg = next(iter(models.values())).cfg
     ours = {seed: model_share(m, p, params) for seed, m in models.items()}
@@ -299,7 +323,110 @@ def check_claims(table: pd.DataFrame, authors: pd.DataFrame, grids: dict[int, np
                 every_run(["ok" if a < COMBINED[0] and b > COMBINED[1] else "contrary"
                            for a, b in shares.values()], [f"seed {seed}" for seed in shares],
                           f"needs < {COMBINED[0]:g}, then > {COMBINED[1]:g}"))
+    claim_basis_neurons(ours, list(basis), p, params, claims, stalled)
+    if gradients:
+        claim_attention_settles(gradients, claims)
+    else:
+        claims.not_checked("mi-attention-gradient-settles", "no gradient norms given (gradients)")
+    nanda_stalled = None if not nanda else not_generalised(
+        "T_nanda", [float(r.result.history["valid_acc"].iloc[-1]) for r in nanda],
+        max(int(r.result.history["step"].iloc[-1]) for r in nanda), params.training().generalised_at)
+    claim_one_digit(trained, list(nanda), p, claims, stalled or nanda_stalled)
     claims.done()
+
+
+#: ``mi-heads-attend-one-digit``: a head "focuses exclusively on one digit" (§4.5) when at least
+#: this share of the attention it pays the two digits goes to one of them: our reading of
+#: "exclusively", fixed before any run was read (0.5 is both digits alike)
+EXCLUSIVE = 0.9
+#: ``mi-attention-gradient-settles``: a part's gradient norm has settled from the snapshot after
+#: which it stays at or below this fraction of its peak (our reading of "converges", Fig. 17)
+SETTLED = 0.1
+
+
+def head_shares(model: nn.Module, p: int) -> list[float]:
+    """Per head, the share of the attention from "=" to the two digits that goes to the head's
+    preferred digit, over every input (:func:`digit_attention_shares`)."""
+    tokens, _ = miiii_inputs(p)
+    return [float(v) for v in digit_attention_shares(model, tokens)]
+
+
+def gradient_table(r: MiiiiRun) -> pd.DataFrame:
+    """epoch, part, norm: the training loss's gradient norm per part of the model at each weight
+    snapshot of ``r`` (:func:`rt_lib.analysis.gradients.gradient_norms`; Fig. 17)."""
+    rows = [{"epoch": epoch, "part": part, "norm": norm}
+            for epoch, norms in norms_over(snapshot_models(r), r.task).items()
+            for part, norm in norms.items()]
+    return pd.DataFrame(rows)
+
+
+def settle_epochs(table: pd.DataFrame) -> dict[str, int | None]:
+    """{part: the epoch its gradient norm settled (:data:`SETTLED` of its peak), None if not}."""
+    return {part: settled_at(rows["epoch"].tolist(), rows["norm"].tolist(), SETTLED)
+            for part, rows in table.groupby("part", sort=False)}
+
+
+def claim_attention_settles(gradients: dict[int, pd.DataFrame], claims: Claims) -> None:
+    """The attention's gradient norm settles before every other part's, on every seed: the
+    settling epochs compared seed against seed (a part that never settles counts as settling
+    after the run's last snapshot)."""
+    settled = {seed: settle_epochs(t) for seed, t in gradients.items()}
+    after = {seed: int(t["epoch"].max()) + 1 for seed, t in gradients.items()}
+    attention = [s.get("attention") or after[seed] for seed, s in settled.items()]
+    others = [min((at or after[seed]) for part, at in s.items() if part != "attention")
+              for seed, s in settled.items()]
+
+    def said(s: dict[str, int | None]) -> str:
+        return ", ".join(f"{part} {'not' if at is None else f'{at:,}'}" for part, at in s.items())
+
+    claims.check("mi-attention-gradient-settles", f"epoch from which each part's gradient norm "
+                 f"stays at or below {SETTLED:g} of its peak: "
+                 + "; ".join(f"seed {seed}: {said(s)}" for seed, s in settled.items()),
+                 larger(others, attention),
+                 scale="the weight snapshots of three seeds of T_miiii (the paper profile's "
+                       "65,536 epochs at p = 113)")
+
+
+def claim_one_digit(trained: dict[int, MiiiiRun], nanda: list[MiiiiRun], p: int,
+                    claims: Claims, stalled: Verdict | None) -> None:
+    """Every head of T_miiii attends to one digit (its least exclusive head at least
+    :data:`EXCLUSIVE`, every seed), and T_miiii's least exclusive head more so than T_nanda's,
+    seed against seed."""
+    if not nanda:
+        claims.not_checked("mi-heads-attend-one-digit", "no T_nanda run of notebook 11 here "
+                           "(its variants)")
+        return
+    miiii = {seed: head_shares(r.result.model, p) for seed, r in trained.items()}
+    nandas = [head_shares(r.result.model, p) for r in nanda]
+    least = [min(v) for v in miiii.values()]
+
+    def listed(rows: list[list[float]]) -> str:
+        return "; ".join("[" + ", ".join(f"{v:.2f}" for v in heads) + "]" for heads in rows)
+
+    own = every_run(["ok" if v >= EXCLUSIVE else "contrary" for v in least],
+                    [f"seed {seed}" for seed in miiii], f"every T_miiii head >= {EXCLUSIVE:g}")
+    claims.check("mi-heads-attend-one-digit", "share of each head's attention on the digits that "
+                 f"goes to its digit: T_miiii {listed(list(miiii.values()))} (seeds "
+                 f"{', '.join(map(str, miiii))}); T_nanda {listed(nandas)}",
+                 every([own, larger(least, [min(v) for v in nandas])]) if stalled is None else stalled,
+                 scale="three seeds of T_miiii and T_nanda, generalised (the paper profile)")
+
+
+def claim_basis_neurons(ours: dict[int, float], basis: list[MiiiiRun], p: int,
+                        params: NeuronParams, claims: Claims, stalled: Verdict | None) -> None:
+    """Fig. 15: T_basis's neurons are not periodic where T_miiii's are: :func:`model_share` of
+    every trained T_miiii above every T_basis's, seed against seed."""
+    if not basis:
+        claims.not_checked("mi-basis-neurons-aperiodic", "no T_basis run of notebook 11 here "
+                           "(its variants)")
+        return
+    shares = [model_share(r.result.model.eval(), p, params) for r in basis]
+    claims.check("mi-basis-neurons-aperiodic", f"median power share of the top {params.n_top} "
+                 f"frequency pairs over each model's {params.n_neurons} strongest neurons: "
+                 f"T_miiii {', '.join(f'{s:.2f}' for s in ours.values())}; T_basis "
+                 f"{', '.join(f'{s:.2f}' for s in shares)}",
+                 larger(list(ours.values()), shares) if stalled is None else stalled,
+                 scale="three seeds of T_miiii and T_basis, generalised (the paper profile)")
 
 
 #: ``mlp-combines-the-digits``: the interaction share below the first, then above the second

@@ -461,6 +461,45 @@ def plot_active_frequencies(ax: Axes, table: pd.DataFrame,
     return ax
 
 
+def plot_gradient_norms(ax: Axes, table: pd.DataFrame, settled: Mapping[str, int | None] | None = None,
+                        fraction: float | None = None) -> Axes:
+    """miiii Figure 17: the L2 norm of the training loss's gradient per part of the model
+    (``table``: columns epoch, part, norm) against epoch, both axes log; ``settled``: the epoch
+    each part's norm settled (``fraction`` of its peak), marked on its line."""
+    for i, (part, rows) in enumerate(table.groupby("part", sort=False)):
+        ax.plot(rows["epoch"], rows["norm"], marker="o", ms=3, color=f"C{i}", label=part)
+        at = (settled or {}).get(part)
+        if at is not None:
+            ax.plot([at], rows.loc[rows["epoch"] == at, "norm"], marker="v", ms=9, color=f"C{i}",
+                    ls="none")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("gradient L2 norm (train loss)")
+    if fraction is not None:
+        ax.set_title(f"▼: from here at most {fraction:g} of its peak", fontsize=9)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def plot_digit_attention(ax: Axes, shares: Mapping[str, list[list[float]]], threshold: float | None = None) -> Axes:
+    """miiii Figure 18 in one number per head: the share of each head's attention on the digits
+    that goes to its preferred digit (0.5 both alike, 1 one digit only), a dot per head and seed,
+    one column per model (``shares``: {model: [per seed: per head]})."""
+    for i, (label, seeds) in enumerate(shares.items()):
+        for j, heads in enumerate(seeds):
+            xs = i + 0.08 * (j - (len(seeds) - 1) / 2) + np.zeros(len(heads))
+            ax.plot(xs, heads, "o", ms=5, color=f"C{i}", alpha=0.8,
+                    label=label if j == 0 else None)
+    if threshold is not None:
+        ax.axhline(threshold, color="grey", ls=":", lw=1)
+    ax.set_xticks(range(len(shares)), list(shares))
+    ax.set_xlim(-0.6, len(shares) - 0.4)
+    ax.set_ylim(0.45, 1.02)
+    ax.set_ylabel("attention on its digit / on both digits")
+    return ax
+
+
 def plot_residue_profile(ax: Axes, values: np.ndarray, q: int, title: str | None = None) -> Axes:
     """Mean activation of a neuron per residue class n mod q (bars), across the input grid."""
     ax.bar(np.arange(q), values, color="C2", width=0.8)

@@ -256,13 +256,13 @@ def test_table2_needs_every_ablation_short_somewhere_and_none_above_all_three(tm
     assert "needle: an ablation +0.400 above all three" in claim.measured
 
 
-def _subspace_table(tasks, random_pcs, trained_pcs, restarts=3):
+def _subspace_table(tasks, random_pcs, trained_pcs, restarts=3, neurons=0.05):
     """Notebook 09's table at the last layer (``layer 2``): per task, each kind's top-k PC share
-    on every restart, the value plus 0.01 x restart."""
+    on every restart, the value plus 0.01 x restart; every top-k neuron share ``neurons``."""
     from rt_lib.experiments.subspace import SOURCES
     return pd.DataFrame([{"task": t, "paper": SOURCES[t][2], "model": kind, "restart": r,
                           "width": 64, "layer": "layer 2", "pcs": share + 0.01 * r,
-                          "neurons": 0.05, "isotropic_pcs": 0.1}
+                          "neurons": neurons, "isotropic_pcs": 0.1}
                          for t in tasks for kind, share in (("random transformer", random_pcs),
                                                             ("trained transformer", trained_pcs))
                          for r in range(restarts)])
@@ -305,6 +305,33 @@ def test_subspace_compares_restart_against_restart_at_the_paper_profiles_setting
     save_csv(pd.DataFrame({"model": ["random transformer"] * 3, "width": [64] * 3,
                            column: [0.5, 0.6, 0.99]}), results_dir(notebook) / "metrics.csv")
     assert status(against) == ("holds", "")
+
+
+def test_subspace_pcs_over_neurons_compares_each_random_models_pcs_with_its_neurons(results_tmp):
+    """Within the random models: PC shares above every neuron share holds, below fails, an
+    overlap or one restart is not shown; a task the random model does not solve is left out."""
+    from rt_lib.experiments.subspace import SOURCES, check_claims, concentration
+    from rt_lib.runtime.io import results_dir, save_csv
+
+    tasks = [t for t, source in SOURCES.items() if source[2].startswith("Table")][:2]
+    count = iter(range(100))
+
+    def status(table):
+        record = _record(results_tmp.parent / f"over{next(count)}", "09_subspace")
+        check_claims(table, concentration(table), record)
+        return next((c.status, c.reason) for c in record.claims
+                    if c.id == "rt-subspace-pcs-over-neurons")
+
+    assert status(_subspace_table(tasks, 0.6, 0.5, neurons=0.05)) == ("holds", "")
+    assert status(_subspace_table(tasks, 0.03, 0.5, neurons=0.5)) == ("fails", "")
+    assert status(_subspace_table(tasks, 0.30, 0.5, neurons=0.31)) == ("not shown", "noise")
+    assert status(_subspace_table(tasks, 0.6, 0.5, restarts=1)) == ("not shown", "runs")
+    # the random model of every task below its threshold: nothing to compare
+    for task in tasks:
+        column = {"memorisation": "train_acc", "decimal addition": "test_exact"}.get(task, "test_acc")
+        save_csv(pd.DataFrame({"model": ["random transformer"] * 3, "width": [64] * 3,
+                               column: [0.1, 0.2, 0.3]}), results_dir(SOURCES[task][0]) / "metrics.csv")
+    assert status(_subspace_table(tasks, 0.6, 0.5))[0] == "not checked"
 
 
 def test_needle_heads_of_models_no_better_than_untrained_ones_are_not_shown(tmp_path):

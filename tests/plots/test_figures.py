@@ -276,6 +276,21 @@ def draw_plot_active_frequencies(ax):
 
 
 @case(sets="xyt")
+def draw_plot_gradient_norms(ax):
+    epochs = [1, 10, 100, 1000]
+    table = pd.DataFrame([{"epoch": e, "part": part, "norm": top / (1 + e / rate)}
+                          for part, top, rate in (("attention", 80.0, 5.0), ("mlp", 60.0, 200.0))
+                          for e in epochs])
+    plots.plot_gradient_norms(ax, table, {"attention": 100, "mlp": None}, 0.1)
+
+
+@case(sets="y")
+def draw_plot_digit_attention(ax):
+    plots.plot_digit_attention(ax, {"T_miiii": [[0.95, 0.99, 0.97, 0.93], [0.92, 0.98, 0.96, 0.99]],
+                                    "T_nanda": [[0.55, 0.7, 0.62, 0.51]]}, 0.9)
+
+
+@case(sets="xyt")
 def draw_plot_residue_profile(ax):
     q = 7
     plots.plot_residue_profile(ax, np.cos(2 * np.pi * 2 * np.arange(q) / q), q, "neuron 4")
