@@ -390,6 +390,20 @@ class KeptRun:
         match = table.loc[table["id"] == claim, "status"]
         return str(match.iloc[0]) if len(match) else None
 
+    def task(self, notebook: str, claim: str) -> str:
+        """On what task the run measured the claim: ``paper``, ``reduced: <how>``, or "" where its
+        claims file does not say (kept before claims carried ``task_size``)."""
+        table = self.claims.get(notebook)
+        if table is None or "task_size" not in table:
+            return ""
+        match = table.loc[table["id"] == claim]
+        if not len(match):
+            return ""
+        size = str(match["task_size"].iloc[0])
+        reduction = str(match["reduction"].iloc[0]) if "reduction" in match else ""
+        return (f"reduced: {reduction}" if size == "reduced" and reduction not in ("", "nan")
+                else size if size in ("paper", "reduced") else "")
+
     def status(self, notebook: str, claim: str) -> str | None:
         """The claim's status in this run, ``stale (was holds)`` where the checks that judged it
         have changed since (:meth:`current`); None where the run did not record it."""

@@ -182,28 +182,33 @@ def claims_table(root: Path, names: list[str]) -> pd.DataFrame:
                              ignore_index=True)
 
 
-#: a column's companion in :func:`with_evidence`: the kept job each of its statuses came from
+#: a column's companions in :func:`with_evidence`: the kept job each of its statuses came from,
+#: and the task that job measured it on
 JOB = " · job"
+TASK = " · task"
 
 
 def with_evidence(table: pd.DataFrame, runs: list[KeptRun]) -> pd.DataFrame:
     """``table`` (:func:`claims_table`) with a column per rung of kept evidence (profile and
     device, :func:`columns_of`) right after ``status``: the claim's status in the latest job of
-    that rung that recorded it, :data:`NOT_RECORDED` where none did; beside each, its companion
-    (``<column>`` + :data:`JOB`) names that job's folder.  Claims only a kept run recorded get
+    that rung that recorded it, :data:`NOT_RECORDED` where none did; beside each, its companions
+    (``<column>`` + :data:`JOB`, + :data:`TASK`) name that job's folder and the task it measured
+    the claim on (:meth:`KeptRun.task`).  Claims only a kept run recorded get
     no row: the rows are this profile's (the index says how many were left out)."""
     out = table.copy()
     at = list(out.columns).index("status") + 1
     for label, jobs in columns_of(runs).items():
-        statuses, sources = [], []
+        statuses, sources, tasks = [], [], []
         for notebook, claim in zip(out["notebook"], out["claim"]):
             found = next(((job.status(notebook, claim), job) for job in reversed(jobs)
                           if job.status(notebook, claim) is not None), None)
             statuses.append(found[0] if found else NOT_RECORDED)
             sources.append(found[1].folder.name if found else "")
+            tasks.append(found[1].task(notebook, claim) if found else "")
         out.insert(at, label, statuses)
         out.insert(at + 1, label + JOB, sources)
-        at += 2
+        out.insert(at + 2, label + TASK, tasks)
+        at += 3
     return out
 
 
@@ -232,16 +237,31 @@ def _minutes(seconds: float | None) -> str:
 DETAILS = ("paper's value", "measured", "why not shown", "scale or why")
 
 
-def _status_cell(status: str, reason: str = "", title: str = "") -> str:
-    """A status as a cell coloured by :data:`COLOURS` (white text on it), with its reason."""
+def _status_cell(status: str, reason: str = "", title: str = "", task: str = "") -> str:
+    """A status as a cell coloured by :data:`COLOURS` (white text on it), with its reason and,
+    small below it, the task it was measured on (``paper``, or the reduction)."""
     text = html.escape(status + (f": {reason}" if reason else ""))
     if status in COLOURS:
         text = f'<b style="color:#ffffff">{text}</b>'
         style = f' style="background:{COLOURS[status]}"'
     else:
         style = ""
+    if task:
+        shade = "#ffffff" if status in COLOURS else "inherit"
+        text += (f'<br><small class="rt-task" style="color:{shade}">'
+                 f'{html.escape("paper task" if task == "paper" else task)}</small>')
     tip = f' title="{html.escape(title)}"' if title else ""
     return f'<td class="rt-status"{style}{tip}>{text}</td>'
+
+
+def _short_task(task: str) -> str:
+    """A cell's task line: ``paper``, or the reduction of the claim's own task (for a notebook
+    of several tasks, the part of the run's reduction that names it is not picked out here:
+    the whole of it, which the details hold too, is too long for a cell)."""
+    if task.startswith("reduced: "):
+        reduction = task.removeprefix("reduced: ")
+        return "reduced: " + (reduction if len(reduction) <= 40 else reduction[:37] + "...")
+    return task if task in ("paper", "reduced") else ""
 
 
 def _claims_html(table: pd.DataFrame, pages: dict[str, Page],
@@ -266,9 +286,11 @@ def _claims_html(table: pd.DataFrame, pages: dict[str, Page],
         cells = [f"<td>{notebook}</td>", f"<td><code>{html.escape(str(row['claim']))}</code></td>",
                  f"<td>{html.escape(paper)}</td>",
                  _status_cell(str(row["status"]), str(row.get("why not shown") or ""),
-                              str(row.get("scale or why") or ""))]
+                              str(row.get("scale or why") or ""),
+                              _short_task(str(row.get("task") or "")))]
         cells += [_status_cell(str(row[c]), title=f"job {row[c + JOB]}: {kept[c]}"
-                               if row.get(c + JOB) else kept[c]) for c in runs]
+                               if row.get(c + JOB) else kept[c],
+                               task=_short_task(str(row.get(c + TASK) or ""))) for c in runs]
         details = "".join(f"<dt>{html.escape(c)}</dt><dd>{html.escape(str(row[c]))}</dd>"
                           for c in DETAILS if str(row.get(c) or ""))
         cells.append(f"<td><details><summary>measured</summary><dl>{details}</dl></details></td>"
@@ -374,6 +396,22 @@ def index_notebook(profile: str, pages: list[Page], table: pd.DataFrame,
     return nb
 
 
+def evidence_links(notebook: str, runs: list[KeptRun], site: Path) -> list[dict[str, str]]:
+    """The kept evidence of ``notebook`` on every rung, oldest first, for its page's header:
+    {label, href (its kept notebook, relative to ``site``), counts (its claims' statuses as
+    kept, stale ones said so)}."""
+    links = []
+    for run in oldest_first(runs):
+        if notebook not in run.claims:
+            continue
+        kept = run.folder / notebook / f"{notebook}.ipynb"
+        statuses = Counter(run.status(notebook, c) or NOT_RECORDED for c in run.claims[notebook]["id"])
+        links.append({"label": run.label,
+                      "href": Path(os.path.relpath(kept, site)).as_posix(),
+                      "counts": ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))})
+    return links
+
+
 def build_site(root: Path, profile: str, names: list[str],
                executed: Mapping[str, Path] | None = None,
                evidence: Path | None = None) -> Path:
@@ -388,6 +426,8 @@ def build_site(root: Path, profile: str, names: list[str],
     site.mkdir(parents=True, exist_ok=True)
     mathjax = copy_mathjax(site)
     entries = _manifest_entries(root)
+    problems: list[str] = []
+    runs = kept_runs(EVIDENCE_DIR if evidence is None else evidence, problems)
     pages = []
     for name, path in own_runs(root, names, executed).items():
         nb = nbformat.read(path, as_version=4)
@@ -395,14 +435,14 @@ def build_site(root: Path, profile: str, names: list[str],
         page = Page(name, title_of(nb, name), f"{name}.html", entry.get("wall_seconds"),
                     entry.get("commit", "?"), entry.get("finished", "?"))
         run = f"{profile} profile, {_minutes(page.wall_seconds)}, commit {page.commit[:10]}"
-        render(nb, site / page.file, {"index": "index.html", "run": run}, mathjax=mathjax)
+        render(nb, site / page.file, {"index": "index.html", "run": run,
+                                      "evidence": evidence_links(name, runs, site)},
+               mathjax=mathjax)
         pages.append(page)
     for stale in site.glob("*.html"):
         if stale.name != "index.html" and stale.stem not in {p.name for p in pages}:
             stale.unlink()
     index = site / "index.html"
-    problems: list[str] = []
-    runs = kept_runs(EVIDENCE_DIR if evidence is None else evidence, problems)
     render(index_notebook(profile, pages, claims_table(root, [p.name for p in pages]), runs,
                           problems), index, code=False, mathjax=mathjax)
     return index

@@ -213,7 +213,8 @@ def test_a_damaged_kept_claims_file_is_named_and_its_run_left_out(kept, tmp_path
 
 
 class _Tables(HTMLParser):
-    """Each ``<table>``'s header and rows as text, by the table's class."""
+    """Each ``<table>``'s header and rows as text, by the table's class; a status cell's task line
+    (``<small class="rt-task">``) apart, in ``tasks``."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -222,26 +223,35 @@ class _Tables(HTMLParser):
         self._row: list[str] | None = None
         self._cell: list[str] | None = None
         self.coloured: list[bool] = []  # per cell of the last row: is it a coloured status
+        self.task: list[str] | None = None  # inside a task line
+        self.tasks: list[str] = []  # per cell of the last row: its task line
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
         if tag == "table":
             self._table = self.tables.setdefault(attrs.get("class", ""),
-                                                 {"head": [], "rows": [], "bold": []})
+                                                 {"head": [], "rows": [], "bold": [], "tasks": []})
         elif tag == "tr" and self._table is not None:
-            self._row, self.coloured = [], []
+            self._row, self.coloured, self.tasks = [], [], []
         elif tag in ("td", "th") and self._row is not None:
             self._cell = []
             self.coloured.append(False)
+            self.tasks.append("")
+        elif tag == "small" and "rt-task" in attrs.get("class", "") and self._cell is not None:
+            self.task = []
         elif tag == "b" and self._cell is not None and "color:" in attrs.get("style", ""):
             self.coloured[-1] = True
 
     def handle_data(self, data):
-        if self._cell is not None:
+        if self.task is not None:
+            self.task.append(data)
+        elif self._cell is not None:
             self._cell.append(data)
 
     def handle_endtag(self, tag):
-        if tag in ("td", "th") and self._cell is not None:
+        if tag == "small" and self.task is not None:
+            self.tasks[-1], self.task = "".join(self.task), None
+        elif tag in ("td", "th") and self._cell is not None:
             self._row.append("".join(self._cell))
             self._cell = None
         elif tag == "tr" and self._row is not None:
@@ -250,6 +260,7 @@ class _Tables(HTMLParser):
             else:
                 self._table["rows"].append(self._row)
                 self._table["bold"].append(self.coloured)
+                self._table["tasks"].append(self.tasks)
             self._row = None
         elif tag == "table":
             self._table = None
@@ -259,6 +270,17 @@ def _tables(index: Path) -> dict[str, dict[str, list]]:
     parser = _Tables()
     parser.feed(index.read_text())
     return parser.tables
+
+
+def _tasks(csv_path: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """({claim: status}, {claim: the task line its cell shows}) read from a claims.csv apart:
+    ``paper task``, or ``reduced: <how>`` (cut at 40 characters)."""
+    table = pd.read_csv(csv_path, keep_default_na=False)
+    lines = {}
+    for row in table.itertuples():
+        line = "paper task" if row.task_size == "paper" else f"reduced: {row.reduction}"
+        lines[row.id] = line if len(line) <= 49 else line[:46] + "..."
+    return dict(zip(table["id"], table["status"])), lines
 
 
 def _statuses(csv_path: Path) -> dict[str, str]:
@@ -302,6 +324,13 @@ def test_the_sites_claims_table_has_a_column_per_kept_run_with_its_statuses(kept
         assert row[status].split(": ")[0] == row[status + 1] == expected[claim]
         assert row[status + 2] == gpu_statuses[claim] != expected[claim]
         assert bold[status + 1] and bold[status + 2]
+    # every status cell says on what task it was measured: the run's, and each kept job's
+    (_, tasks), (_, kept_tasks) = _tasks(smoke_run / NAME / "claims.csv"), _tasks(
+        evidence.read_kept(_folder(tmp_path / "evidence", smoke_run, "h100")).folder / NAME / "claims.csv")
+    for row, cells in zip(table["rows"], table["tasks"]):
+        claim = row[head.index("claim")]
+        assert cells[status] == tasks[claim] != ""
+        assert cells[status + 2] == kept_tasks[claim]
     runs = _tables(index)["rt-kept-runs"]
     assert [r[0] for r in runs["rows"]] == [cpu, gpu]
     assert runs["rows"][1][runs["head"].index("device")] == H100
@@ -460,3 +489,19 @@ def test_the_checks_digest_follows_the_notebooks_module_its_imports_and_the_ledg
         path.write_text(text)
     assert digest() == before
     evidence.checks_digest.cache_clear()
+
+
+def test_a_notebook_page_links_its_kept_evidence_on_every_rung(kept, smoke_run, tmp_path):
+    """The page of a notebook kept on two rungs links both kept notebooks, each link a file that
+    exists (relative to the page); a page without kept evidence has no such line."""
+    _restatused(kept, smoke_run, "h100", tmp_path / "evidence")
+    index = build_site(smoke_run, PROFILE, [NAME], evidence=tmp_path / "evidence")
+    page = (index.parent / f"{NAME}.html").read_text()
+    hrefs = re.findall(r'<a href="([^"]+\.ipynb)" title="([^"]*)">([^<]+)</a>', page)
+    assert "kept on other rungs" in page and len(hrefs) == 2
+    assert [label.split(" · ")[-1] for _, _, label in hrefs] == ["CPU", "H100"]
+    for href, counts, _ in hrefs:
+        assert (index.parent / href).resolve().is_file(), href
+        assert re.fullmatch(r"(\d+ [a-z ()]+)(, \d+ [a-z ()]+)*", counts), counts
+    bare = build_site(smoke_run, PROFILE, [NAME], evidence=tmp_path / "none")
+    assert "kept on other rungs" not in (bare.parent / f"{NAME}.html").read_text()
