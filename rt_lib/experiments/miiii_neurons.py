@@ -235,8 +235,9 @@ def trained_runs(params: NeuronParams, main: MiiiiRun) -> dict[int, MiiiiRun]:
         if seed == training.seed:
             out[seed] = main
             continue
-        own = replace(training, seed=seed, variants=(params.variant,), lambda_zero=False,
-                      dropout_zero=False)
+        # one seed's run, as notebook 11 keeps its further seeds (extra_seeds is not in the key)
+        own = replace(training, seed=seed, extra_seeds=(), variants=(params.variant,),
+                      lambda_zero=False, dropout_zero=False)
         runs = run(own, name=NAME, reuse=(runs_folder(training),))
         out[seed] = next(r for r in runs.values() if r.variant == params.variant)
     return out

@@ -4,6 +4,7 @@ periodic; each on inputs either side of its margin, ties and too few seeds inclu
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pandas as pd
@@ -131,3 +132,25 @@ def test_t_basis_neurons_less_periodic_than_every_t_miiii_seed(tmp_path, monkeyp
     claim_basis_neurons(dict(enumerate(miiii)), [_run(v) for v in basis], 37, NeuronParams(), claims,
                         stalled=None)
     assert _got(claims, "mi-basis-neurons-aperiodic") == (status, reason)
+
+
+def test_trained_runs_read_notebook_11s_further_seeds_in_its_long_profile(monkeypatch):
+    """The long profile's 13 reads seeds 1 and 2 from notebook 11's extra_seeds: each asked for
+    as one seed's run (no further seeds of its own), with the key notebook 11 stored it under."""
+    from rt_lib.experiments.miiii_common import MiiiiParams
+
+    asked = []
+
+    def fake_run(own, name, reuse):
+        asked.append(own)
+        return {"T_miiii": SimpleNamespace(variant="miiii", seed=own.seed)}
+
+    monkeypatch.setattr(miiii_neurons, "run", fake_run)
+    params = NeuronParams(train_params={"epochs": 10, "extra_seeds": [1, 2]}, trained_seeds=(0, 1, 2))
+    got = miiii_neurons.trained_runs(params, SimpleNamespace(variant="miiii", seed=0))
+    assert list(got) == [0, 1, 2] and [r.seed for r in got.values()] == [0, 1, 2]
+    eleven = MiiiiParams(epochs=10, extra_seeds=(1, 2))
+    for own in asked:
+        assert own.extra_seeds == ()
+        assert own.run_key("miiii", own.grokfast_lambda) == \
+            replace(eleven, seed=own.seed, extra_seeds=()).run_key("miiii", eleven.grokfast_lambda)
