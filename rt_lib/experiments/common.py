@@ -219,25 +219,33 @@ def grid_step_shapes(params: GridParams, task: Task | None = None,
 
 
 def run_task_grid(name: str, params: GridParams, save_models: bool = True,
-                  task: Task | None = None, also: Sequence[GridParams] = ()) -> GridResult:
+                  task: Task | None = None, also: Sequence[GridParams] = (),
+                  owner: str | None = None) -> GridResult:
     """Build ``params``' task and train its grid; checkpoints under ``results/<name>/models``
     (replacing what an earlier run left there), each with the parameters that rebuild its task
     (``params.task()``, used by notebook 09).  ``task``: the task already built from ``params``
     (saves building it twice).  ``also``: further grids on the same task (e.g. one model kind at
-    more widths), trained after it into the same result and checkpoint folder."""
+    more widths), trained after it into the same result and checkpoint folder.
+
+    ``owner``: the notebook that trains ``name``'s task on the side (notebook 06 trains 01-04's):
+    everything it writes goes under ``results/<owner>/<name>/``, never into ``name``'s own
+    folder, whose task statement notebook 07 reads and which a kept run must not show as a
+    notebook that did not finish."""
+    if owner is not None and save_models:
+        raise ValueError(f"{owner} trains {name}'s grid on the side: it saves no models there")
     task = task if task is not None else params.task()
+    folder = results_dir(owner) / name if owner is not None else results_dir(name)
     ckpt = None
     if save_models:
         # The folder holds this run's models only: a checkpoint left by earlier settings (another
         # width) would be read as this run's by notebook 09, which compares at the widest width
         # saved.
-        folder = results_dir(name) / "models"
-        shutil.rmtree(folder, ignore_errors=True)
-        ckpt = str(folder)
+        shutil.rmtree(folder / "models", ignore_errors=True)
+        ckpt = str(folder / "models")
     resume = resume_dir(name)
     # Submitted runs (--executor local|slurm) keep their results beside the mid-run checkpoints
     # (removed by the runner once the notebook finished); outside the runner, in the results.
-    store = f"{resume}/jobs" if resume is not None else str(results_dir(name) / "jobs")
+    store = f"{resume}/jobs" if resume is not None else str(folder / "jobs")
     parts = [train_grid(task, grid, ckpt, meta={"notebook": name, "params": grid},
                         resume_dir=resume, job_store=store) for grid in (params, *also)]
     result = GridResult(metrics=pd.concat([p.metrics for p in parts], ignore_index=True), task=task)
@@ -245,7 +253,7 @@ def run_task_grid(name: str, params: GridParams, save_models: bool = True,
         smaller = params.smaller_than_paper()
     except NotImplementedError:
         smaller = "not said"
-    atomic_write_text(results_dir(name) / TASK_FILE, yaml.safe_dump({"smaller_than_paper": smaller}))
+    atomic_write_text(folder / TASK_FILE, yaml.safe_dump({"smaller_than_paper": smaller}))
     for part in parts:
         result.histories.update(part.histories)
         result.models.update(part.models)

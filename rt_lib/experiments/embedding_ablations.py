@@ -18,7 +18,7 @@ from rt_lib.claims.ledger import Claims
 from rt_lib.claims.verdicts import BUDGET, CONTRARY, FAILS, HOLDS, MIN_RUNS, NOT_SHOWN, RUNS, Verdict, every
 from rt_lib.experiment import Experiment
 from rt_lib.experiments import decimal_addition, modular_addition, needle_in_a_haystack, parentheses
-from rt_lib.experiments.common import MODEL_KINDS, GridParams, GridResult
+from rt_lib.experiments.common import MODEL_KINDS, GridParams, GridResult, run_task_grid
 from rt_lib.experiments.table1 import SOURCES as TABLE1_SOURCES
 from rt_lib.runtime.context import DEFAULT_PROFILE, SMOKE, available_profiles, base_profile, is_smoke
 from rt_lib.runtime.params import Params, check_positive_ints
@@ -175,7 +175,8 @@ def run(params: AblationParams) -> GridResult:
     frames = []
     for task in params.tasks:
         module, _ = TASKS[task]
-        grid = module.run(params.params_for(task), save_models=False)
+        # into results/06_embedding_ablations/<task's notebook>/, not the task's own folder
+        grid = run_task_grid(module.NAME, params.params_for(task), save_models=False, owner=NAME)
         frames.append(grid.metrics.assign(task=task))
     return GridResult(metrics=pd.concat(frames, ignore_index=True))
 

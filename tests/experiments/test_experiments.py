@@ -10,7 +10,7 @@ from rt_lib.claims.ledger import Claims
 from rt_lib.experiments import decimal_addition, memorisation, parentheses, table1
 from rt_lib.experiments import embedding_ablations as ablations
 from rt_lib.experiments import needle_in_a_haystack as needle
-from rt_lib.experiments.common import TASK_FILE, budget_status, model_config
+from rt_lib.experiments.common import TASK_FILE, budget_status, model_config, run_task_grid
 from rt_lib.experiments.modular_addition import ModularAdditionParams, run
 from rt_lib.experiments.reporting import median_of, results_table
 from rt_lib.model import build_model
@@ -153,6 +153,24 @@ def test_ablation_variants_train_only_their_matrices(results_tmp):
     assert trained["random: embeddings only"] == {"W_E", "W_pos"}
     assert trained["random: W_E + W_U, random W_pos"] == {"W_E", "W_U"}
     assert trained["random: W_E + W_U, sinusoidal W_pos"] == {"W_E", "W_U"}
+
+
+def test_ablations_write_only_into_their_own_folder(results_tmp):
+    # 06 trains 04's task on the side: 04's folder (its task statement, which 07 reads) is not
+    # touched, and a kept run of 05-06 holds no folder of a notebook that did not run
+    own = results_tmp / parentheses.NAME / "task.yaml"
+    own.parent.mkdir(parents=True)
+    own.write_text("smaller_than_paper: as notebook 04 said\n")
+    params = ablations.AblationParams(tasks=["parentheses"], variants=["random: unembedding only"],
+                                      widths=[8], steps=2)
+    result = ablations.run(params)
+    assert len(result.metrics) == 1
+    assert own.read_text() == "smaller_than_paper: as notebook 04 said\n"
+    assert sorted(p.name for p in results_tmp.iterdir()) == [parentheses.NAME, ablations.NAME]
+    side = results_tmp / ablations.NAME / parentheses.NAME / "task.yaml"
+    assert "smaller_than_paper" in side.read_text()
+    with pytest.raises(ValueError, match="saves no models"):
+        run_task_grid(parentheses.NAME, params.params_for("parentheses"), owner=ablations.NAME)
 
 
 def test_ablation_settings_per_task_and_for_every_task():
