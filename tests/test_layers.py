@@ -190,23 +190,25 @@ def notebook_imports(path: Path, source: str | None = None) -> set[str]:
             if module.startswith("rt_lib.experiments.") and module.split(".")[2] in mods} - {path.stem}
 
 
-#: The notebooks that re-run or read other notebooks' tasks by those notebooks' own parameters
-#: classes: 06 (Table 2: 01-04's grids with other embeddings) and 09 (01-08's checkpoints).  Every
-#: other experiment module shares code through modules that are no notebook's (common.py,
-#: miiii_common.py, reporting.py).
-READS_PARAMS_OF = {
-    "embedding_ablations": {"decimal_addition", "modular_addition", "needle_in_a_haystack",
-                            "parentheses", "table1"},
-    "subspace": {"decimal_addition", "memorisation", "modular_addition", "needle_in_a_haystack",
-                 "parentheses", "tinystories"},
-}
-
-
 def test_no_experiment_module_imports_another_notebooks_module():
     assert {"miiii_training", "miiii_embeddings", "random_miiii"} <= notebook_modules()
     assert "miiii_common" not in notebook_modules()
+    # 06 and 09, which build on 01-05's and 08's settings, ask for those notebooks' experiments
+    # by name (rt_lib.experiments.experiment_of)
     found = {p.stem: notebook_imports(p) for p in sorted((ROOT / "experiments").glob("*.py"))}
-    assert {stem: mods for stem, mods in found.items() if mods} == READS_PARAMS_OF
+    assert {stem: mods for stem, mods in found.items() if mods} == {}
+
+
+def test_a_notebook_experiment_is_found_by_its_name_and_an_unknown_one_refused():
+    from rt_lib.experiments import experiment_of
+    from rt_lib.experiments.needle_in_a_haystack import EXPERIMENT, NeedleParams
+
+    assert experiment_of("02_needle_in_a_haystack") is EXPERIMENT
+    assert experiment_of("02_needle_in_a_haystack").params is NeedleParams
+    for wrong in ("02_needle", "03_needle_in_a_haystack", "needle_in_a_haystack", "02_common",
+                  "02_../tasks"):
+        with pytest.raises(ValueError, match="no experiment"):
+            experiment_of(wrong)
 
 
 def test_a_notebook_module_importing_another_is_found():

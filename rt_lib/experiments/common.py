@@ -35,6 +35,17 @@ from rt_lib.training.train import TrainConfig, TrainResult
 #: than the paper's (None: the paper's, or not said), for Table 1's claims (notebook 07).
 TASK_FILE = "task.yaml"
 
+#: Table 1's tasks (notebooks 06 and 07): task -> (notebook whose metrics.csv holds its
+#: restarts, Table 1's test metric, its name)
+TABLE1_SOURCES = {
+    "modular addition": ("01_modular_addition", "test_acc", "accuracy"),
+    "needle": ("02_needle_in_a_haystack", "test_acc", "accuracy"),
+    # Per-token accuracy of decimal addition has a floor near 0.4 at 3 digits (the final carry
+    # and stop tokens are almost free): the whole sum, exactly, is the metric that shows adding.
+    "decimal addition": ("03_decimal_addition", "test_exact", "exact match"),
+    "parentheses": ("04_parentheses", "test_acc", "accuracy"),
+}
+
 #: kind -> (architecture, trainable parts, transformer settings).  "random" = only the token
 #: embedding, position embedding and unembedding train
 #: (docs/papers.md, random transformers: model).  The last four are the embedding ablations of Table 2:

@@ -17,21 +17,15 @@ import pandas as pd
 from rt_lib.claims.ledger import Claims
 from rt_lib.claims.verdicts import BUDGET, CONTRARY, FAILS, HOLDS, MIN_RUNS, NOT_SHOWN, RUNS, Verdict, every
 from rt_lib.experiment import Experiment
-from rt_lib.experiments import decimal_addition, modular_addition, needle_in_a_haystack, parentheses
-from rt_lib.experiments.common import MODEL_KINDS, GridParams, GridResult, run_task_grid
-from rt_lib.experiments.table1 import SOURCES as TABLE1_SOURCES
+from rt_lib.experiments import experiment_of
+from rt_lib.experiments.common import MODEL_KINDS, TABLE1_SOURCES, GridParams, GridResult, run_task_grid
 from rt_lib.runtime.context import DEFAULT_PROFILE, SMOKE, available_profiles, base_profile, is_smoke
 from rt_lib.runtime.params import Params, check_positive_ints
 
 NAME = "06_embedding_ablations"
 
-#: task -> (its notebook's module, parameter class, task constructor)
-TASKS = {
-    "modular addition": (modular_addition, modular_addition.ModularAdditionParams),
-    "needle": (needle_in_a_haystack, needle_in_a_haystack.NeedleParams),
-    "decimal addition": (decimal_addition, decimal_addition.DecimalParams),
-    "parentheses": (parentheses, parentheses.ParenthesesParams),
-}
+#: task -> the notebook that trains it (Table 1's), whose settings each variant takes
+TASKS = {task: notebook for task, (notebook, _, _) in TABLE1_SOURCES.items()}
 
 VARIANTS = (
     "random transformer",  # W_E, W_pos, W_U all train: the reference row
@@ -45,15 +39,15 @@ VARIANTS = (
 def task_params(task: str, profile: str, **changes) -> GridParams:
     """The parameters of ``task``'s own notebook in ``profile`` ("cpu" = its defaults,
     otherwise configs/<profile>/<notebook>.yaml), with ``changes`` applied."""
-    module, cls = TASKS[task]
+    experiment = experiment_of(TASKS[task])
     if base_profile(profile) not in available_profiles():
         raise ValueError(f"task_profile={profile!r} is not a profile; profiles: "
                          f"{', '.join(available_profiles())}")
     try:
-        settings = module.EXPERIMENT.profile_config(profile)
+        settings = experiment.profile_config(profile)
     except FileNotFoundError as err:
         raise ValueError(f"task_profile={profile!r}: {err}") from None
-    return cls(**{**settings, **changes})
+    return experiment.params(**{**settings, **changes})
 
 
 #: The CPU profile's changes to each task's own CPU settings, so that five variants of each task
@@ -115,11 +109,11 @@ class AblationParams(Params):
         for task, changes in self.task_changes.items():
             if task not in TASKS:
                 raise ValueError(f"task_changes: {task!r} is not a task; tasks: {list(TASKS)}")
-            names = TASKS[task][1].names()
+            names = experiment_of(TASKS[task]).params.names()
             wrong = [k for k in changes if k not in names]
             if wrong:
                 raise ValueError(f"task_changes[{task!r}]: {wrong} are not parameters of "
-                                 f"{TASKS[task][0].NAME}")
+                                 f"{TASKS[task]}")
         for task in self.tasks:  # each task's settings validate themselves now, not mid-run
             self.params_for(task)
 
@@ -174,9 +168,8 @@ def run(params: AblationParams) -> GridResult:
     """Metrics with one row per (task, variant, width, restart) and a ``task`` column."""
     frames = []
     for task in params.tasks:
-        module, _ = TASKS[task]
         # into results/06_embedding_ablations/<task's notebook>/, not the task's own folder
-        grid = run_task_grid(module.NAME, params.params_for(task), save_models=False, owner=NAME)
+        grid = run_task_grid(TASKS[task], params.params_for(task), save_models=False, owner=NAME)
         frames.append(grid.metrics.assign(task=task))
     return GridResult(metrics=pd.concat(frames, ignore_index=True))
 

@@ -33,13 +33,8 @@ from rt_lib.analysis.activations import explained_variance, hidden_states, isotr
 from rt_lib.claims.ledger import Claims
 from rt_lib.claims.verdicts import every, larger
 from rt_lib.experiment import Experiment
-from rt_lib.experiments.common import GridParams, load_checkpoint, train_grid
-from rt_lib.experiments.decimal_addition import DecimalParams
-from rt_lib.experiments.memorisation import MemorisationParams
-from rt_lib.experiments.modular_addition import ModularAdditionParams
-from rt_lib.experiments.needle_in_a_haystack import NeedleParams
-from rt_lib.experiments.parentheses import ParenthesesParams
-from rt_lib.experiments.tinystories import TinyStoriesParams
+from rt_lib.experiments import experiment_of
+from rt_lib.experiments.common import load_checkpoint, train_grid
 from rt_lib.runtime.io import load_torch, read_csv_result, read_result, results_dir, results_root
 from rt_lib.runtime.params import Params, check_positive_ints
 from rt_lib.runtime.seeding import derive, set_threads
@@ -47,14 +42,15 @@ from rt_lib.tasks.base import IGNORE, Task
 
 NAME = "09_subspace"
 
-#: task -> (notebook that trains its models, its parameters, the paper's table)
-SOURCES: dict[str, tuple[str, type[GridParams], str]] = {
-    "modular addition": ("01_modular_addition", ModularAdditionParams, "not tabulated (Fig. 3)"),
-    "needle-in-a-haystack": ("02_needle_in_a_haystack", NeedleParams, "Table 7"),
-    "decimal addition": ("03_decimal_addition", DecimalParams, "Table 7"),
-    "parentheses": ("04_parentheses", ParenthesesParams, "Table 7"),
-    "memorisation": ("05_memorisation", MemorisationParams, "Table 4"),
-    "language": ("08_tinystories", TinyStoriesParams, "Table 5"),
+#: task -> (notebook that trains its models, the paper's table); each notebook's settings are
+#: its experiment's (:func:`~rt_lib.experiments.experiment_of`)
+SOURCES: dict[str, tuple[str, str]] = {
+    "modular addition": ("01_modular_addition", "not tabulated (Fig. 3)"),
+    "needle-in-a-haystack": ("02_needle_in_a_haystack", "Table 7"),
+    "decimal addition": ("03_decimal_addition", "Table 7"),
+    "parentheses": ("04_parentheses", "Table 7"),
+    "memorisation": ("05_memorisation", "Table 4"),
+    "language": ("08_tinystories", "Table 5"),
 }
 KINDS = ("random transformer", "trained transformer")
 
@@ -80,8 +76,7 @@ class SubspaceParams(Params):
 
         said = []
         for task in self.tasks:
-            notebook, params_cls, _ = SOURCES[task]
-            smaller = Experiment(notebook, params_cls).profile_params(
+            smaller = experiment_of(SOURCES[task][0]).profile_params(
                 current_profile()).smaller_than_paper()
             if smaller:
                 said.append(f"{task}: {smaller}")
@@ -147,7 +142,7 @@ def load_or_train(task_name: str, kind: str,
     """[(restart, model, its task, where it came from)] for one task and model kind: every
     restart saved at the widest width the notebook saved for every compared kind (a comparison
     needs three models a side: :func:`check_claims`), else one small model trained here."""
-    notebook, params_cls, _ = SOURCES[task_name]
+    notebook, _ = SOURCES[task_name]
     width = common_width(notebook, params.models)
     saved = checkpoints(notebook, kind)
     if width is not None and width in saved:
@@ -157,7 +152,7 @@ def load_or_train(task_name: str, kind: str,
             out.append((restart, load_checkpoint(path), state["params"].task(),
                         str(path.relative_to(results_root()))))
         return out
-    small = replace(params_cls(), models=(kind,), widths=(params.fallback_width,), restarts=1,
+    small = replace(experiment_of(notebook).params(), models=(kind,), widths=(params.fallback_width,), restarts=1,
                     steps=params.fallback_steps, trained_steps=None, trained_lr=None,
                     seed=params.seed, threads=params.threads)
     task = small.task()
@@ -202,7 +197,7 @@ def subspace_table(params: SubspaceParams) -> pd.DataFrame:
         for kind in params.models:
             for restart, model, task, source in load_or_train(task_name, kind, params):
                 for row in subspace_rows(model, task, params.k, params.max_states, params.seed):
-                    rows.append({"task": task_name, "paper": SOURCES[task_name][2], "model": kind,
+                    rows.append({"task": task_name, "paper": SOURCES[task_name][1], "model": kind,
                                  "restart": restart, "width": model.cfg.d_model, **row,
                                  "source": source})
     return pd.DataFrame(rows)

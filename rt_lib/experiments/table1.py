@@ -14,21 +14,13 @@ import pandas as pd
 from rt_lib.claims.ledger import Claims
 from rt_lib.claims.verdicts import BUDGET, HOLDS, MIN_RUNS, NOISE, NOT_SHOWN, RUNS, Verdict, every, larger, reaches
 from rt_lib.experiment import Experiment
+from rt_lib.experiments.common import TABLE1_SOURCES as SOURCES
 from rt_lib.experiments.common import TASK_FILE
 from rt_lib.runtime.io import read_csv_result, read_yaml_result, results_dir
 from rt_lib.runtime.params import Params, check_positive_ints
 
 NAME = "07_table1"
 
-#: task -> (notebook whose metrics.csv holds its restarts, Table 1's test metric, its name)
-SOURCES = {
-    "modular addition": ("01_modular_addition", "test_acc", "accuracy"),
-    "needle": ("02_needle_in_a_haystack", "test_acc", "accuracy"),
-    # Per-token accuracy of decimal addition has a floor near 0.4 at 3 digits (the final carry
-    # and stop tokens are almost free): the whole sum, exactly, is the metric that shows adding.
-    "decimal addition": ("03_decimal_addition", "test_exact", "exact match"),
-    "parentheses": ("04_parentheses", "test_acc", "accuracy"),
-}
 #: metrics shown beside Table 1's, not checked: task -> (column, name)
 SECONDARY = {"decimal addition": ("test_acc", "per-token accuracy")}
 

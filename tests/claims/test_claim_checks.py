@@ -260,7 +260,7 @@ def _subspace_table(tasks, random_pcs, trained_pcs, restarts=3, neurons=0.05):
     """Notebook 09's table at the last layer (``layer 2``): per task, each kind's top-k PC share
     on every restart, the value plus 0.01 x restart; every top-k neuron share ``neurons``."""
     from rt_lib.experiments.subspace import SOURCES
-    return pd.DataFrame([{"task": t, "paper": SOURCES[t][2], "model": kind, "restart": r,
+    return pd.DataFrame([{"task": t, "paper": SOURCES[t][1], "model": kind, "restart": r,
                           "width": 64, "layer": "layer 2", "pcs": share + 0.01 * r,
                           "neurons": neurons, "isotropic_pcs": 0.1}
                          for t in tasks for kind, share in (("random transformer", random_pcs),
@@ -282,7 +282,7 @@ def test_subspace_compares_restart_against_restart_at_the_paper_profiles_setting
     for task in paper.tasks:  # each source notebook's paper profile saves three restarts or more
         (source,) = runner.plan("paper", [SOURCES[task][0][:2]], {})
         assert source.parameters["restarts"] >= 3, (task, source.name)
-    tasks = [t for t in paper.tasks if SOURCES[t][2].startswith("Table")]
+    tasks = [t for t in paper.tasks if SOURCES[t][1].startswith("Table")]
     assert len(tasks) >= 2
 
     count = iter(range(100))
@@ -313,7 +313,7 @@ def test_subspace_pcs_over_neurons_compares_each_random_models_pcs_with_its_neur
     from rt_lib.experiments.subspace import SOURCES, check_claims, concentration
     from rt_lib.runtime.io import results_dir, save_csv
 
-    tasks = [t for t, source in SOURCES.items() if source[2].startswith("Table")][:2]
+    tasks = [t for t, source in SOURCES.items() if source[1].startswith("Table")][:2]
     count = iter(range(100))
 
     def status(table):
