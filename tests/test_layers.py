@@ -194,13 +194,13 @@ def test_no_experiment_module_imports_another_notebooks_module():
     assert {"miiii_training", "miiii_embeddings", "random_miiii"} <= notebook_modules()
     assert "miiii_common" not in notebook_modules()
     # 06 and 09, which build on 01-05's and 08's settings, ask for those notebooks' experiments
-    # by name (rt_lib.experiments.experiment_of)
+    # by name (rt_lib.experiments.common.experiment_of)
     found = {p.stem: notebook_imports(p) for p in sorted((ROOT / "experiments").glob("*.py"))}
     assert {stem: mods for stem, mods in found.items() if mods} == {}
 
 
 def test_a_notebook_experiment_is_found_by_its_name_and_an_unknown_one_refused():
-    from rt_lib.experiments import experiment_of
+    from rt_lib.experiments.common import experiment_of
     from rt_lib.experiments.needle_in_a_haystack import EXPERIMENT, NeedleParams
 
     assert experiment_of("02_needle_in_a_haystack") is EXPERIMENT

@@ -8,12 +8,13 @@ training loop and returns a metrics table with a row per run (seeded and recorde
 from __future__ import annotations
 
 import hashlib
+import importlib
 import re
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pandas as pd
 import yaml
@@ -30,6 +31,9 @@ from rt_lib.tasks.base import EvalCapped, Task
 from rt_lib.training.batched import can_batch, train_batched
 from rt_lib.training.stored import train_stored
 from rt_lib.training.train import TrainConfig, TrainResult
+
+if TYPE_CHECKING:
+    from rt_lib.experiment import Experiment
 
 #: Written by every grid beside its metrics: ``smaller_than_paper``, how the task is smaller
 #: than the paper's (None: the paper's, or not said), for Table 1's claims (notebook 07).
@@ -227,6 +231,27 @@ def grid_step_shapes(params: GridParams, task: Task | None = None,
         out.append(StepShape(f"{kind} d={widest}", cfg, task, params.batch_size, tcfg,
                              steps=tcfg.steps, runs=runs))
     return out
+
+
+def experiment_of(notebook: str) -> Experiment:
+    """The experiment of ``notebook`` (``"02_needle_in_a_haystack"``), declared by the module
+    named after it without its number (``rt_lib.experiments.needle_in_a_haystack``).  A notebook's
+    module imports no other notebook's module (tests/test_layers.py): one that builds on another
+    notebook's settings (06 trains 01-04's tasks again, 09 reads the checkpoints of 01-05 and 08)
+    asks for its experiment here and goes through its public face, its parameters and profiles."""
+    stem = notebook[3:] if re.fullmatch(r"\d\d_[a-z0-9_]+", notebook) else ""
+    target = f"rt_lib.experiments.{stem}"
+    try:
+        module = importlib.import_module(target) if stem else None
+    except ModuleNotFoundError as err:
+        if err.name != target:  # the module exists but an import inside it failed
+            raise
+        module = None
+    experiment = getattr(module, "EXPERIMENT", None)
+    if experiment is None or experiment.name != notebook:
+        raise ValueError(f"no experiment {notebook!r}: a notebook NN_name declares it in "
+                         f"rt_lib/experiments/name.py")
+    return experiment
 
 
 def run_task_grid(name: str, params: GridParams, save_models: bool = True,

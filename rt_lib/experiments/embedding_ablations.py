@@ -17,8 +17,7 @@ import pandas as pd
 from rt_lib.claims.ledger import Claims
 from rt_lib.claims.verdicts import BUDGET, CONTRARY, FAILS, HOLDS, MIN_RUNS, NOT_SHOWN, RUNS, Verdict, every
 from rt_lib.experiment import Experiment
-from rt_lib.experiments import experiment_of
-from rt_lib.experiments.common import MODEL_KINDS, TABLE1_SOURCES, GridParams, GridResult, run_task_grid
+from rt_lib.experiments.common import MODEL_KINDS, TABLE1_SOURCES, GridParams, GridResult, experiment_of, run_task_grid
 from rt_lib.runtime.context import DEFAULT_PROFILE, SMOKE, available_profiles, base_profile, is_smoke
 from rt_lib.runtime.params import Params, check_positive_ints
 

@@ -33,8 +33,7 @@ from rt_lib.analysis.activations import explained_variance, hidden_states, isotr
 from rt_lib.claims.ledger import Claims
 from rt_lib.claims.verdicts import every, larger
 from rt_lib.experiment import Experiment
-from rt_lib.experiments import experiment_of
-from rt_lib.experiments.common import load_checkpoint, train_grid
+from rt_lib.experiments.common import experiment_of, load_checkpoint, train_grid
 from rt_lib.runtime.io import load_torch, read_csv_result, read_result, results_dir, results_root
 from rt_lib.runtime.params import Params, check_positive_ints
 from rt_lib.runtime.seeding import derive, set_threads
@@ -43,7 +42,7 @@ from rt_lib.tasks.base import IGNORE, Task
 NAME = "09_subspace"
 
 #: task -> (notebook that trains its models, the paper's table); each notebook's settings are
-#: its experiment's (:func:`~rt_lib.experiments.experiment_of`)
+#: its experiment's (:func:`~rt_lib.experiments.common.experiment_of`)
 SOURCES: dict[str, tuple[str, str]] = {
     "modular addition": ("01_modular_addition", "not tabulated (Fig. 3)"),
     "needle-in-a-haystack": ("02_needle_in_a_haystack", "Table 7"),
