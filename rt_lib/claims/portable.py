@@ -38,8 +38,9 @@ STRICT_SANITIZE = PROJECT_ROOT / "tests" / "nbval_sanitize.cfg"
 PORTABLE_SANITIZE = PROJECT_ROOT / "tests" / "nbval_sanitize_portable.cfg"
 
 #: A claim line as :class:`rt_lib.claims.ledger.Claim` prints it.
-CLAIM_LINE = re.compile(r"^\[(HOLDS|FAILS|NOT SHOWN(?:: \w+)?|NOT CHECKED)\]( \(ours\))? ([\w.-]+): (.*)$",
-                        re.MULTILINE)
+#: The task it ran on, where reduced (or not said), is part of the line's head (Claim.__str__).
+CLAIM_LINE = re.compile(r"^\[(HOLDS|FAILS|NOT SHOWN(?:: \w+)?|NOT CHECKED)\]( \(ours\))? ([\w.-]+)"
+                        r"( \((?:reduced task: .*?|task size not said)\))?: (.*)$", re.MULTILINE)
 #: A number as the notebooks print them: sign, thousands separators, decimals, exponent.
 NUMBER = re.compile(r"(?<![\w.])[-+]?\d(?:\d|_\d|,\d{3}(?!\d))*(?:\.\d+)?(?:[eE][-+]?\d+)?")
 
@@ -126,7 +127,7 @@ def numbers(text: str) -> list[float]:
 
 def claim_lines(text: str) -> dict[str, tuple[str, str]]:
     """{claim id: (status, the rest of its line)} of every claim line in ``text``."""
-    return {m.group(3): (m.group(1), m.group(4)) for m in CLAIM_LINE.finditer(text)}
+    return {m.group(3): (m.group(1), m.group(5)) for m in CLAIM_LINE.finditer(text)}
 
 
 def claim_problems(reference: str, test: str) -> list[str]:

@@ -65,6 +65,24 @@ def test_what_must_hold_on_any_platform_is_not_masked(recorded, here):
     assert masked(recorded, rules) != masked(here, rules)
 
 
+REDUCED = ("[NOT SHOWN: runs] mi-masked-not-delayed (reduced task: p = 37 of 113): T_miiii ['not'], "
+           "T_masked ['not'] (1 and 1 runs: fewer than 3 a side) (paper: qualitative)\n")
+
+
+def test_a_claim_line_with_its_task_is_read_and_compared_as_a_claim():
+    # what a reduced task's line prints (Claim.__str__): the task sits between id and colon
+    moved = REDUCED.replace("T_masked ['not']", "T_masked 1,340")  # a word here, a number there
+    rules = sanitize_rules([STRICT_SANITIZE, PORTABLE_SANITIZE])
+    assert masked(REDUCED, rules) == masked(moved, rules)  # the body is the claims' to compare
+    assert claim_problems(REDUCED, moved) == []  # a status-only claim: its status agrees
+    assert claim_problems(REDUCED, moved.replace("[NOT SHOWN: runs]", "[HOLDS]")) == [
+        "mi-masked-not-delayed: status HOLDS here, NOT SHOWN: runs recorded"]
+    assert masked(REDUCED, rules) != masked(REDUCED.replace("reduced task: p", "reduced task: q"), rules)
+    unsaid = "[HOLDS] a-b (task size not said): 1 of 2\n"
+    assert claim_problems(unsaid, unsaid.replace("[HOLDS]", "[FAILS]")) == [
+        "a-b: status FAILS here, HOLDS recorded"]
+
+
 def test_claims_a_last_digit_apart_agree():
     assert claim_problems(LINE, LINE.replace("0.61", "0.62").replace("0.36,", "0.37,")) == []
 
