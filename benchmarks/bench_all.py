@@ -319,6 +319,12 @@ def restart_cases() -> dict[str, tuple[Callable, int | None]]:
     return out
 
 
+def _sync(device: torch.device) -> None:
+    """Wait for the device's queued work, so that a wall time covers it."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 def bench_restarts(args, n: int = 10, steps: int = 6) -> list[dict]:
     """Sequential (n models, one after another) vs batched (one stacked model) optimiser steps,
     timed in steady state (after 2 warm-up steps), same batches, one process."""
@@ -326,13 +332,15 @@ def bench_restarts(args, n: int = 10, steps: int = 6) -> list[dict]:
     from rt_lib.training.batched import BatchedRestarts
 
     set_threads(args.threads)
+    device = resolve_device(args.device)
     rows = []
     for name, build in restart_cases().items():
         if args.only and args.only not in name:
             continue
         task, mcfg, tcfg = build()
-        cfgs = [replace(tcfg, seed=s, progress=False) for s in range(n)]
-        models = [build_model(mcfg, s) for s in range(n)]
+        # both ways on --device (the GPU rung asks whether stacking pays there: issue 59)
+        cfgs = [replace(tcfg, seed=s, progress=False, device=args.device) for s in range(n)]
+        models = [build_model(mcfg, s).to(device) for s in range(n)]
         opts = [make_optimizer(m, c) for m, c in zip(models, cfgs)]
         from rt_lib.runtime.seeding import derive
         seeds = [derive(c.seed, "batches") for c in cfgs]
@@ -340,16 +348,18 @@ def bench_restarts(args, n: int = 10, steps: int = 6) -> list[dict]:
         def sequential(step: int, models=models, opts=opts, cfgs=cfgs, seeds=seeds, task=task) -> None:
             for m, o, c, s in zip(models, opts, cfgs, seeds):
                 x, y = task.get_batch(step, c.batch_size, s)
-                train_step(m, task, o, x, y, c, None, step)
+                train_step(m, task, o, x.to(device), y.to(device), c, None, step)
 
         batched = BatchedRestarts([build_model(mcfg, s) for s in range(n)], task, cfgs)
         timings = {}
         for way, fn in (("sequential", sequential), ("batched", batched.step)):
             for s in range(2):
                 fn(s)
+            _sync(device)
             start = time.perf_counter()
             for s in range(2, 2 + steps):
                 fn(s)
+            _sync(device)
             timings[way] = (time.perf_counter() - start) / steps
         row = {"case": f"{n} restarts: {name}", "sequential_s_per_step": timings["sequential"],
                "batched_s_per_step": timings["batched"],

@@ -44,11 +44,16 @@ def where_runs_stand(results: str | Path) -> list[dict[str, Any]]:
             continue
         if not isinstance(state, dict) or "history" not in state:
             continue  # another kind of file (a snapshot): not a training run's checkpoint
-        last = state["history"][-1] if state["history"] else {}
-        rows.append({"run": run, "step": state["step"], "finished": bool(state.get("finished")),
-                     "steps": state.get("config", {}).get("steps"),
-                     "seconds": float(state.get("time_s", 0.0)),
-                     **{k: v for k, v in last.items() if k not in ("step", "time_s")}})
+        # stacked restarts (rt_lib.training.batched) keep one history per seed in one file
+        members = ([(f"{run} seed {seed}", h) for seed, h in zip(state["seeds"], state["histories"])]
+                   if "histories" in state else [(run, state["history"])])
+        for name, history in members:
+            last = history[-1] if history else {}
+            rows.append({"run": name, "step": state["step"],
+                         "finished": bool(state.get("finished")),
+                         "steps": state.get("config", {}).get("steps"),
+                         "seconds": float(state.get("time_s", 0.0)),
+                         **{k: v for k, v in last.items() if k not in ("step", "time_s")}})
     return rows
 
 

@@ -7,9 +7,12 @@ AdamWs (same lr schedule, weight decay per element); the summed loss gives each 
 gradient.  Results equal N separate :func:`rt_lib.training.train.train` runs up to float rounding (tested).
 
 Gradient clipping is per seed (each seed's global norm, as ``clip_grad_norm_`` would compute it).
-Limits, checked: no gradient hook, checkpoints, early stop, bf16 or dropout; one shared training
-batch per step when the task is finite and full batch, otherwise each seed draws its own batches as
-in a separate run.
+Limits, checked: no gradient hook, per-run checkpoints, early stop, bf16 or dropout; one shared
+training batch per step when the task is finite and full batch, otherwise each seed draws its own
+batches as in a separate run.  The stacked run keeps one checkpoint of its own
+(:func:`train_batched`'s ``checkpoint_path``: every seed's weights, the AdamW moments, the schedule
+and the histories), so a grid cut by a GPU job's deadline resumes where it stopped and ends as the
+uncut one would, bit for bit (issue 59; tested).
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ from __future__ import annotations
 import copy
 import os
 import time
+import warnings
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import asdict, replace
+from pathlib import Path
 
 import pandas as pd
 import torch
@@ -27,6 +32,7 @@ from torch.func import functional_call, stack_module_state, vmap
 from tqdm.auto import tqdm
 
 from rt_lib.model import TransformerConfig, build_model, fast_paths
+from rt_lib.runtime.io import CorruptFileError, atomic_save_torch, load_torch
 from rt_lib.runtime.seeding import derive
 from rt_lib.tasks.base import Task
 from rt_lib.training.train import (
@@ -50,7 +56,8 @@ def unsupported(model_cfg: object, cfg: TrainConfig) -> str | None:
     if model_cfg.dropout:
         return "batched training does not support dropout"
     if cfg.checkpoint_path or cfg.stop_metric or cfg.bf16:
-        return "batched training supports no checkpoints, early stop or bf16"
+        return ("batched training supports no per-run checkpoints (train_batched keeps one "
+                "of its own: checkpoint_path), early stop or bf16")
     return None
 
 
@@ -157,34 +164,92 @@ class BatchedRestarts:
         return view
 
 
-def train_batched(models: Sequence[nn.Module], task: Task,
-                  cfgs: Sequence[TrainConfig]) -> list[TrainResult]:
-    """Train ``models[i]`` with ``cfgs[i]`` (identical but for the seed), all at once."""
+# What a checkpoint must have been made under to be resumed: every setting that changes the
+# numbers (where it is saved and how progress shows do not), for each seed.
+_BOOKKEEPING = ("checkpoint_path", "checkpoint_every", "resume", "progress", "snapshot_dir")
+
+
+def _settings(cfgs: Sequence[TrainConfig]) -> list[dict]:
+    return [{k: v for k, v in asdict(c).items() if k not in _BOOKKEEPING} for c in cfgs]
+
+
+def train_batched(models: Sequence[nn.Module], task: Task, cfgs: Sequence[TrainConfig],
+                  checkpoint_path: str | Path | None = None,
+                  checkpoint_every: int | None = None) -> list[TrainResult]:
+    """Train ``models[i]`` with ``cfgs[i]`` (identical but for the seed), all at once.
+
+    ``checkpoint_path``: the stacked run's checkpoint, saved every ``checkpoint_every`` steps
+    and at the end (marked finished); where it exists and was made under these very settings
+    the run resumes from it (a finished one is loaded, not trained on), so that a run cut short
+    ends as the uncut run would.  One made under other settings, or damaged, is warned about
+    and not used."""
     run = BatchedRestarts(models, task, cfgs)
     cfg, n = run.cfg, run.n
     due = eval_due(cfg)
     rows: list[list[dict]] = [[] for _ in range(n)]
-    t0 = time.perf_counter()
-    disable = not cfg.progress or os.environ.get("TQDM_DISABLE", "") not in ("", "0")
+    ckpt = Path(checkpoint_path) if checkpoint_path is not None else None
     first_bad = torch.zeros(n, dtype=torch.long, device=run.device)
-    for step in tqdm(range(cfg.steps), desc=f"{task.name} x{n} seeds", disable=disable,
-                     leave=False):
+    start, elapsed, finished = 0, 0.0, False
+    state = None
+    if ckpt is not None and ckpt.exists():
+        try:
+            state = load_torch(ckpt, map_location=run.device)
+        except CorruptFileError as err:  # trained again from step 0, never used
+            warnings.warn(f"{err}: not resumed from it; training from step 0", stacklevel=2)
+        if state is not None and state.get("settings") != _settings(cfgs):
+            warnings.warn(f"{ckpt} was made by other settings: not resumed from it; training "
+                          "from step 0", stacklevel=2)
+            state = None
+    if state is not None:
+        with torch.no_grad():
+            for name, value in run.params.items():
+                value.copy_(state["params"][name])
+        run.optimizer.load_state_dict(state["optimizer"])
+        run.scheduler.load_state_dict(state["scheduler"])
+        start, rows, elapsed = state["step"], state["histories"], state["time_s"]
+        first_bad, finished = state["first_bad"].to(run.device), state["finished"]
+    t0 = time.perf_counter() - elapsed
+
+    def save(step: int, done: bool = False) -> None:
+        if ckpt is None:
+            return
+        # "config" and "history" as train's checkpoints have them: where_runs_stand reads them
+        atomic_save_torch({"params": {k: v.detach() for k, v in run.params.items()},
+                           "optimizer": run.optimizer.state_dict(),
+                           "scheduler": run.scheduler.state_dict(), "step": step,
+                           "histories": rows, "history": rows[0], "time_s": time.perf_counter() - t0,
+                           "config": asdict(cfg), "settings": _settings(cfgs),
+                           "seeds": [c.seed for c in cfgs], "first_bad": first_bad,
+                           "finished": done}, ckpt)
+
+    def check_finite() -> None:
+        for i, bad in enumerate(first_bad.tolist()):
+            if bad:
+                raise NonFiniteLossError.of(
+                    f"{task.name}, seed {cfgs[i].seed} of {n} stacked",
+                    f"the training loss is not finite (inf or NaN) at step {bad}", cfg)
+
+    disable = not cfg.progress or os.environ.get("TQDM_DISABLE", "") not in ("", "0")
+    for step in tqdm(range(start, start if finished else cfg.steps),
+                     desc=f"{task.name} x{n} seeds", disable=disable, initial=start,
+                     total=cfg.steps, leave=False):
         lr_now = run.optimizer.param_groups[0]["lr"]
         losses = run.step(step)
         # each member's first step with an infinite or NaN loss (0: none), read with the losses
         first_bad = torch.where((first_bad == 0) & ~torch.isfinite(losses), step + 1, first_bad)
         if due(step + 1) or step + 1 == cfg.steps:
-            for i, bad in enumerate(first_bad.tolist()):
-                if bad:
-                    raise NonFiniteLossError.of(
-                        f"{task.name}, seed {cfgs[i].seed} of {n} stacked",
-                        f"the training loss is not finite (inf or NaN) at step {bad}", cfg)
+            check_finite()
         if due(step + 1):
             for i in range(n):
                 row = {"step": step + 1, "lr": lr_now, "train_loss": float(losses[i])}
                 row.update(evaluate(run.model(i), task, cfg.eval_batch_size))
                 row["time_s"] = time.perf_counter() - t0
                 rows[i].append(row)
+        if checkpoint_every and (step + 1) % checkpoint_every == 0 and step + 1 < cfg.steps:
+            check_finite()
+            save(step + 1)
+    if not finished:  # a finished checkpoint loaded as it was is left byte for byte
+        save(cfg.steps, done=True)
     wall = time.perf_counter() - t0
     return [TrainResult(model=run.model(i), history=pd.DataFrame(rows[i]), wall_time_s=wall / n,
                         steps_done=cfg.steps, config=cfgs[i]) for i in range(n)]

@@ -130,3 +130,82 @@ def test_batched_miiii_runs_match_separate_runs():
         torch.testing.assert_close(torch.tensor(together[i].history[cols].to_numpy()),
                                    torch.tensor(alone.history[cols].to_numpy()),
                                    rtol=1e-4, atol=1e-5)
+
+
+class Cut(Exception):
+    """A run stopped from outside (pytest takes a KeyboardInterrupt as its own)."""
+
+
+def _stacked(task, cfg, cfgs, **kw):
+    return train_batched([build_model(cfg, 30 + i) for i in range(len(cfgs))], task, cfgs, **kw)
+
+
+def _same(a, b):
+    """Bit for bit: every seed's weights and history (its wall times aside)."""
+    for x, y in zip(a, b):
+        for (name, p), q in zip(x.model.named_parameters(), y.model.parameters()):
+            assert torch.equal(p, q), name
+        cols = [c for c in x.history.columns if c != "time_s"]
+        assert x.history[cols].equals(y.history[cols])
+
+
+def test_a_stacked_run_cut_short_resumes_to_the_uncut_result(tmp_path, monkeypatch):
+    """Cut after its checkpoint at step 6 (an error at step 8, as a killed job), then run again: it
+    goes on from step 6 (the AdamW moments, the schedule and the histories restored) and ends
+    with the uncut run's weights and histories bit for bit; checkpoints change no number."""
+    from rt_lib.jobs.resume import where_runs_stand
+    from rt_lib.training.batched import BatchedRestarts
+
+    task = modular_addition(7, train_fraction=0.6)
+    cfg, cfgs = model_cfg(task, "all"), configs([1, 2, 3], batch_size=16)
+    uncut = _stacked(task, cfg, cfgs)
+    ckpt = tmp_path / "resume" / "grid_x3.pt"
+    step = BatchedRestarts.step
+    seen, cuts = [], [8]  # cut once, at step 8
+
+    def cut(self, i):
+        seen.append(i)
+        if cuts and i == cuts[0]:
+            cuts.pop()
+            raise Cut
+        return step(self, i)
+
+    monkeypatch.setattr(BatchedRestarts, "step", cut)
+    with pytest.raises(Cut):
+        _stacked(task, cfg, cfgs, checkpoint_path=ckpt, checkpoint_every=3)
+    stands = where_runs_stand(tmp_path)  # one line per seed, as a cut GPU job's log lists them
+    assert [(r["step"], r["finished"]) for r in stands] == [(6, False)] * 3
+    assert [r["run"] for r in stands] == [f"resume/grid_x3.pt seed {s}" for s in (1, 2, 3)]
+    seen.clear()
+    resumed = _stacked(task, cfg, cfgs, checkpoint_path=ckpt, checkpoint_every=3)
+    assert seen == list(range(6, 12))  # from the checkpoint, not from step 0
+    _same(resumed, uncut)
+    # finished: loaded as it is, no step trained, the file left byte for byte
+    before = ckpt.read_bytes()
+    seen.clear()
+    again = _stacked(task, cfg, cfgs, checkpoint_path=ckpt, checkpoint_every=3)
+    assert seen == [] and ckpt.read_bytes() == before
+    _same(again, uncut)
+
+
+def test_a_stacked_checkpoint_of_other_settings_is_not_resumed(tmp_path):
+    task = modular_addition(7, train_fraction=0.6)
+    cfg = model_cfg(task)
+    ckpt = tmp_path / "x.pt"
+    _stacked(task, cfg, configs([1, 2]), checkpoint_path=ckpt, checkpoint_every=4)
+    other = configs([1, 2], lr=1e-2)
+    with pytest.warns(UserWarning, match="other settings"):
+        got = _stacked(task, cfg, other, checkpoint_path=ckpt, checkpoint_every=4)
+    _same(got, _stacked(task, cfg, other))  # trained from step 0 with its own lr
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (the GPU rung)")
+def test_stacked_restarts_on_cuda_match_separate_runs_there():
+    task = modular_addition(7, train_fraction=0.6)
+    cfg = model_cfg(task, "all")
+    cfgs = configs([1, 2, 3], batch_size=16, device="cuda")
+    together = _stacked(task, cfg, cfgs)
+    for i, tcfg in enumerate(cfgs):
+        alone = train(build_model(cfg, 30 + i), task, tcfg)
+        for (name, p), q in zip(together[i].model.named_parameters(), alone.model.parameters()):
+            torch.testing.assert_close(p.cpu(), q.cpu(), rtol=1e-4, atol=1e-5, msg=name)
