@@ -42,7 +42,7 @@ def where_runs_stand(results: str | Path) -> list[dict[str, Any]]:
         except (CorruptFileError, OSError, RuntimeError) as err:
             rows.append({"run": run, "unreadable": str(err).splitlines()[0]})
             continue
-        if not isinstance(state, dict) or "history" not in state:
+        if not isinstance(state, dict) or not {"history", "histories"} & set(state):
             continue  # another kind of file (a snapshot): not a training run's checkpoint
         # stacked restarts (rt_lib.training.batched) keep one history per seed in one file
         members = ([(f"{run} seed {seed}", h) for seed, h in zip(state["seeds"], state["histories"])]

@@ -36,6 +36,7 @@ from rt_lib.runtime.io import CorruptFileError, atomic_save_torch, load_torch
 from rt_lib.runtime.seeding import derive
 from rt_lib.tasks.base import Task
 from rt_lib.training.train import (
+    _BOOKKEEPING,
     NonFiniteLossError,
     TrainConfig,
     TrainResult,
@@ -164,12 +165,9 @@ class BatchedRestarts:
         return view
 
 
-# What a checkpoint must have been made under to be resumed: every setting that changes the
-# numbers (where it is saved and how progress shows do not), for each seed.
-_BOOKKEEPING = ("checkpoint_path", "checkpoint_every", "resume", "progress", "snapshot_dir")
-
-
 def _settings(cfgs: Sequence[TrainConfig]) -> list[dict]:
+    """What a checkpoint must have been made under to be resumed: each seed's settings but
+    those that change no number (train's bookkeeping: where it is saved, how progress shows)."""
     return [{k: v for k, v in asdict(c).items() if k not in _BOOKKEEPING} for c in cfgs]
 
 
@@ -213,11 +211,11 @@ def train_batched(models: Sequence[nn.Module], task: Task, cfgs: Sequence[TrainC
     def save(step: int, done: bool = False) -> None:
         if ckpt is None:
             return
-        # "config" and "history" as train's checkpoints have them: where_runs_stand reads them
+        # "config" as train's checkpoints have it: where_runs_stand reads its steps
         atomic_save_torch({"params": {k: v.detach() for k, v in run.params.items()},
                            "optimizer": run.optimizer.state_dict(),
                            "scheduler": run.scheduler.state_dict(), "step": step,
-                           "histories": rows, "history": rows[0], "time_s": time.perf_counter() - t0,
+                           "histories": rows, "time_s": time.perf_counter() - t0,
                            "config": asdict(cfg), "settings": _settings(cfgs),
                            "seeds": [c.seed for c in cfgs], "first_bad": first_bad,
                            "finished": done}, ckpt)
