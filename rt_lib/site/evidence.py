@@ -13,8 +13,9 @@ finished, so each job's run keeps its own folder):
   finished, each notebook's wall time (from the run's manifest), the command that made it.
 
 Only a finished run is kept: every notebook folder of the profile's own run must have its entry
-in the manifest (none failed, none interrupted) and every kept file must still match the sha256
-the manifest recorded when the run finished.  An existing evidence folder is never overwritten
+in the manifest (none failed, none interrupted; a folder holding only training runs that a
+notebook of the run trained for itself is not one: :func:`runs_only`) and every kept file must
+still match the sha256 the manifest recorded when the run finished.  An existing evidence folder is never overwritten
 without ``--replace``.  :func:`kept_runs` reads the kept runs back; the site
 (:mod:`rt_lib.site.pages`) shows each as a column of its claims table.
 """
@@ -183,6 +184,8 @@ def finished_entries(root: Path, profile: str) -> dict[str, Entry]:
         failed = folder / f"{name}.failed.ipynb"
         if failed.exists():
             unfinished.append(f"{name} failed (its notebook with the error: {shown(failed)})")
+        elif name not in entries and runs_only(folder):
+            continue  # a reader's training runs, where their own notebook finds them: not kept
         elif name not in entries:
             unfinished.append(f"{name} did not finish (no entry in {MANIFEST})")
         elif not (folder / f"{name}.ipynb").is_file():
@@ -194,6 +197,15 @@ def finished_entries(root: Path, profile: str) -> dict[str, Entry]:
         raise EvidenceError(f"the {profile} profile's run in {shown(root)} is not a finished "
                             "run; rerun what failed, then keep it: " + "; ".join(unfinished))
     return dict(sorted(entries.items()))
+
+
+def runs_only(folder: Path) -> bool:
+    """Whether ``folder`` holds training runs and nothing else (``runs/``, each run a folder):
+    what a reader kept alone trains where the notebook of those runs finds them (notebook 15's
+    trained baseline is notebook 11's T_miiii, in ``11_miiii_training/runs/``), not a notebook
+    that started and did not finish (that leaves its notebook, figures or tables too)."""
+    inside = list(folder.iterdir())
+    return bool(inside) and all(p.name == "runs" and p.is_dir() for p in inside)
 
 
 def kept_files(folder: Path) -> list[Path]:

@@ -188,7 +188,21 @@ def test_keep_refuses_a_run_missing_failed_or_changed_naming_it(smoke_run, tmp_p
     failed.unlink()
     with pytest.raises(evidence.EvidenceError, match=r"11_miiii_training did not finish"):
         evidence.keep(PROFILE, copy, tmp_path / "ev")
-    failed.parent.rmdir()
+    # a notebook stopped in its training leaves its mid-run checkpoints (resume/) beside its runs
+    (failed.parent / "runs" / "miiii_lambda2_0").mkdir(parents=True)
+    (failed.parent / "resume").mkdir()
+    with pytest.raises(evidence.EvidenceError, match=r"11_miiii_training did not finish"):
+        evidence.keep(PROFILE, copy, tmp_path / "ev")
+    (failed.parent / "resume").rmdir()
+    (failed.parent / "metrics.csv").write_text("run,valid_acc\n")  # or its tables
+    with pytest.raises(evidence.EvidenceError, match=r"11_miiii_training did not finish"):
+        evidence.keep(PROFILE, copy, tmp_path / "ev")
+    (failed.parent / "metrics.csv").unlink()
+    # runs alone are a reader's (notebook 15 kept alone trains 11's T_miiii there): not kept
+    assert evidence.runs_only(failed.parent)
+    folder = evidence.keep(PROFILE, copy, tmp_path / "ev-runs")
+    assert {p.name for p in folder.iterdir()} == {NAME, "provenance.yaml"}
+    shutil.rmtree(failed.parent)
 
     with open(copy / NAME / "claims.csv", "a") as f:
         f.write("x,ours,edited,,holds,,True\n")
