@@ -126,13 +126,23 @@ def needs() -> dict[str, frozenset[str]]:
     return {name: frozenset(e.reads) for name, e in registry().items() if e.reads}
 
 
+#: Notebook metadata: the wall seconds of its last run that trained its runs, not loaded them
+#: from the run store (a re-record over a warm store takes seconds where training took minutes:
+#: the schedulers must not take notebook 11 for a quick one).
+COLD_KEY = "rt_cold_seconds"
+
+
 def recorded_duration(path: Path) -> float | None:
-    """Wall time papermill recorded in a notebook (a committed one: the CPU profile's run);
-    None when it records none."""
+    """What a notebook's run costs from an empty run store, as recorded in it (a committed one:
+    the CPU profile's run): :data:`COLD_KEY`, else the wall time papermill recorded; None when it
+    records neither."""
     try:
-        meta = json.loads(path.read_text())["metadata"].get("papermill", {})
-        return float(meta["duration"]) if meta.get("duration") else None
-    except (OSError, ValueError, KeyError):
+        meta = json.loads(path.read_text())["metadata"]
+        if meta.get(COLD_KEY):
+            return float(meta[COLD_KEY])
+        papermill = meta.get("papermill", {})
+        return float(papermill["duration"]) if papermill.get("duration") else None
+    except (OSError, ValueError, KeyError, TypeError):
         return None
 
 

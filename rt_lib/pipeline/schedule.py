@@ -7,8 +7,9 @@ Notebooks run each in its own process with the torch threads of the run context
 finish in about half the time of one after another, with the same numbers (float reductions
 depend on the thread count, not on what else runs).  A notebook that reads another's results
 (:func:`rt_lib.pipeline.plan.needs`) starts after it; the one with the longest chain of work
-ahead of it starts first (wall times recorded in the committed notebooks), so that 11 -> 12 -> 13
-does not end up last.
+ahead of it starts first (the cold wall times recorded in the committed notebooks, which a
+re-record over a warm run store keeps: :func:`cold_seconds`), so that 11 -> 12 -> 13 does not
+end up last.
 
 Each notebook's process gets its :class:`rt_lib.runtime.context.RunContext` (results root, profile,
 folders, run key, executor) as one value.  A notebook whose results are up to date
@@ -34,8 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rt_lib.pipeline.plan import Job, RunError, schedule
+from rt_lib.pipeline.plan import COLD_KEY, Job, RunError, recorded_duration, schedule
 from rt_lib.pipeline.progress import Ticker, clock, expected_seconds, progress_line
+from rt_lib.runtime import store as run_store
 from rt_lib.runtime.context import DEFAULT_PROFILE, RunContext, env_threads, is_smoke
 from rt_lib.runtime.io import RESUME, atomic_path
 from rt_lib.runtime.manifest import Manifest, content_key, is_temporary
@@ -48,41 +50,71 @@ SMOKE_CELL_TIMEOUT = 900
 
 def execute(job: Job, output: Path, log_output: bool = False,
             cell_timeout: int | None = None) -> float:
-    """Run one notebook with papermill into ``output`` (atomically); returns wall seconds."""
+    """Run one notebook with papermill into ``output`` (atomically); returns wall seconds.  The
+    notebook's loads and trainings are counted in the run store as a part of the command's
+    session (``<session>/<notebook>``), which says whether its wall time is a cold one
+    (:func:`cold_seconds`)."""
     import papermill
 
     from rt_lib.pipeline.kernel import PatientKernelManager
 
     job.output_dir.mkdir(parents=True, exist_ok=True)
+    before = recorded_duration(output) if output.is_file() else None
+    outer = os.environ.get(run_store.SESSION_ENV)
+    part = f"{outer or f'run-{os.getpid()}'}{run_store.SUBSESSION}{job.name}"
+    os.environ[run_store.SESSION_ENV] = part  # the kernel and its training jobs inherit it
     start = time.perf_counter()
-    with atomic_path(output) as tmp:
-        try:
-            papermill.execute_notebook(
-                str(job.notebook), str(tmp), parameters=job.parameters, kernel_name="python3",
-                cwd=str(job.notebook.parent), log_output=log_output, progress_bar=False,
-                execution_timeout=cell_timeout, kernel_manager_class=PatientKernelManager,
-            )
-        except Exception:
-            # Always beside the results (also with --update-notebooks): notebooks/ keeps only
-            # notebooks that ran through.
-            os.replace(tmp, job.output_dir / f"{job.name}.failed.ipynb")
-            raise
-        stamp_platform(tmp)
+    try:
+        with atomic_path(output) as tmp:
+            try:
+                papermill.execute_notebook(
+                    str(job.notebook), str(tmp), parameters=job.parameters, kernel_name="python3",
+                    cwd=str(job.notebook.parent), log_output=log_output, progress_bar=False,
+                    execution_timeout=cell_timeout, kernel_manager_class=PatientKernelManager,
+                )
+            except Exception:
+                # Always beside the results (also with --update-notebooks): notebooks/ keeps only
+                # notebooks that ran through.
+                os.replace(tmp, job.output_dir / f"{job.name}.failed.ipynb")
+                raise
+            seconds = time.perf_counter() - start
+            stamp_platform(tmp, cold_seconds(seconds, before, part))
+    finally:
+        if outer is None:
+            os.environ.pop(run_store.SESSION_ENV, None)
+        else:
+            os.environ[run_store.SESSION_ENV] = outer
     stale = job.output_dir / f"{job.name}.failed.ipynb"
     stale.unlink(missing_ok=True)
-    return time.perf_counter() - start
+    return seconds
 
 
-def stamp_platform(path: Path) -> None:
+def cold_seconds(seconds: float, before: float | None, session: str) -> float:
+    """What the notebook's run costs from an empty run store: ``seconds``, its wall time, where it
+    trained a run (or the store is off, or it trains none); where every run it asked for came
+    from the store, ``before``, what its previous recording says (``seconds`` if none)."""
+    store = run_store.current()
+    if store is None or before is None:
+        return seconds
+    events = store.stats(session).events
+    warm = events["hit"] > 0 and events["stored"] == 0 and events["damaged"] == 0
+    return before if warm else seconds
+
+
+def stamp_platform(path: Path, cold: float | None = None) -> None:
     """Write this process's numeric platform (:func:`rt_lib.runtime.fingerprint.fingerprint`; the
     notebook's kernel inherited its environment) into an executed notebook's metadata: the test
-    command compares a committed notebook bit for bit only on a platform that matches it."""
+    command compares a committed notebook bit for bit only on a platform that matches it.  And
+    ``cold``, its cost from an empty run store (:data:`rt_lib.pipeline.plan.COLD_KEY`), which
+    the schedulers read."""
     import nbformat
 
     from rt_lib.runtime.fingerprint import METADATA_KEY, fingerprint
 
     nb = nbformat.read(str(path), as_version=nbformat.NO_CONVERT)
     nb.metadata[METADATA_KEY] = fingerprint()
+    if cold is not None:
+        nb.metadata[COLD_KEY] = round(cold, 1)
     nbformat.write(nb, str(path))
 
 

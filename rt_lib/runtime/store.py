@@ -42,6 +42,8 @@ from rt_lib.runtime.io import sha256_file
 CACHE_ENV = "RT_CACHE"  # the store's folder (unset or empty: the default); "off" turns it off
 MAX_ENV = "RT_CACHE_MAX_GIB"  # size cap in GiB (default 5)
 SESSION_ENV = "RT_CACHE_SESSION"  # a tag on every event: the test command counts its own
+# "<session>/<part>": one part of a session (a notebook of ./run_all.sh), counted in the session too
+SUBSESSION = "/"
 DEFAULT_ROOT = Path("~/.cache/rt-companion/runs")
 DEFAULT_MAX_GIB = 5.0
 OFF = ("off", "0", "none", "false", "no")
@@ -238,6 +240,8 @@ class RunStore:
                 f.write(line + "\n")
 
     def stats(self, session: str | None = None) -> Stats:
+        """Entries, bytes and the events of ``session`` and its parts (``<session>/<part>``;
+        None: every event since the store was made or cleared)."""
         events: Counter = Counter()
         with contextlib.suppress(FileNotFoundError):
             for line in (self.root / EVENTS).read_text().splitlines():
@@ -245,7 +249,8 @@ class RunStore:
                     e = json.loads(line)
                 except ValueError:
                     continue
-                if session is None or e.get("session") == session:
+                tag = str(e.get("session", ""))
+                if session is None or tag == session or tag.startswith(session + SUBSESSION):
                     events[e.get("event", "?")] += 1
         entries = self.entries()
         return Stats(len(entries), sum(self._size(f) for f in entries), events)

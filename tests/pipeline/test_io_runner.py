@@ -252,3 +252,61 @@ def test_list_checks_result_files_against_the_manifest_before_counting_claims(tm
     (got,) = runs(tmp_path)
     assert got["claims"] is None
     assert "01_modular_addition/claims.csv does not match its recorded hash" in got["damaged"]
+
+
+def _store_notebook(tmp_path, event: str | None):
+    """A notebook whose one cell logs ``event`` in the run store as a training run would (a
+    "hit": loaded; "stored": trained), and a job for it."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    code = "x = 1" if event is None else (
+        "from rt_lib.runtime import store\n"
+        f"store.current().log({event!r}, 'k' * 64, 'a run')")
+    nb.cells = [nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell(code)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    src = tmp_path / "notebooks" / "98_store.ipynb"
+    src.parent.mkdir(exist_ok=True)
+    nbformat.write(nb, src)
+    return runner.Job("98_store", src, {}, tmp_path / "results" / "98_store"), src
+
+
+@pytest.mark.parametrize("event, kept", [("hit", True), ("stored", False), (None, False)])
+def test_a_rerun_over_a_warm_store_keeps_the_notebooks_cold_seconds(tmp_path, monkeypatch,
+                                                                    event, kept):
+    """Re-recorded with every run loaded from the store, a notebook keeps what its last cold
+    run took (the schedulers start notebook 11 first by it); one that trained, or trains
+    nothing, records its own wall time."""
+    import nbformat
+
+    from rt_lib.pipeline.plan import COLD_KEY, recorded_duration
+
+    monkeypatch.setenv("RT_CACHE", str(tmp_path / "store"))
+    monkeypatch.setenv("RT_CACHE_SESSION", "tests-1")
+    job, src = _store_notebook(tmp_path, event)
+    old = nbformat.read(str(src), as_version=4)
+    old.metadata[COLD_KEY] = 877.5  # as the committed notebook 11 records its cold run
+    nbformat.write(old, src)
+    seconds = scheduling.execute(job, src)  # as with --update-notebooks: output = the notebook
+    recorded = nbformat.read(str(src), as_version=4).metadata[COLD_KEY]
+    assert recorded == (877.5 if kept else round(seconds, 1)) and seconds < 100
+    assert recorded_duration(src) == recorded  # what the schedulers read
+    # counted as a part of the command's session, which counts it too
+    from rt_lib.runtime.store import RunStore
+
+    store = RunStore(tmp_path / "store")
+    assert store.stats("tests-1/98_store").events == store.stats("tests-1").events
+    assert sum(store.stats("tests-1").events.values()) == (event is not None)
+    assert sum(store.stats("tests-").events.values()) == 0  # a prefix is no session
+    assert os.environ["RT_CACHE_SESSION"] == "tests-1"  # the command's own, given back
+
+
+def test_the_schedulers_read_the_cold_seconds_before_papermills_duration(tmp_path):
+    from rt_lib.pipeline.plan import COLD_KEY, recorded_duration
+
+    path = tmp_path / "n.ipynb"
+    path.write_text(json.dumps({"metadata": {"papermill": {"duration": 11.2}}}))
+    assert recorded_duration(path) == 11.2
+    path.write_text(json.dumps({"metadata": {"papermill": {"duration": 11.2}, COLD_KEY: 877.5}}))
+    assert recorded_duration(path) == 877.5
