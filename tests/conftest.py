@@ -14,13 +14,16 @@ def _one_thread():
     yield
 
 
-@pytest.fixture(autouse=True)
-def _no_run_store(monkeypatch):
+@pytest.fixture(autouse=True, scope="module")
+def _no_run_store():
     # A unit test trains what it tests (interruptions, resumes, faults): never a run loaded from
     # the reader's run store, nor one written into it.  The store's own tests point RT_CACHE at a
-    # folder of theirs.  (nbval's notebooks are not python tests: they use the store.)
-    monkeypatch.setenv("RT_CACHE", "off")
-    yield
+    # folder of theirs.  Module scope, autouse: made before any module fixture that copies the
+    # environment into a run (Slurm's cluster, the fault and smoke runs), undone after the
+    # module's last test (nbval's notebooks are not python tests: they use the store).
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RT_CACHE", "off")
+        yield
 
 
 @pytest.fixture

@@ -82,10 +82,7 @@ def cluster(tmp_path_factory):
     if why:
         unavailable(why)
     folder = tmp_path_factory.mktemp("slurm")
-    # RT_CACHE off as for every unit test (conftest.py): a module fixture is made before the
-    # per-test fixture turns it off, and its runs must train through Slurm, not load from the
-    # reader's run store (where they also landed)
-    env = {**os.environ, "RT_SLURM_PORT": str(_free_port_pair()), "RT_CACHE": "off"}
+    env = {**os.environ, "RT_SLURM_PORT": str(_free_port_pair())}
     start = subprocess.run([str(SCRIPT), "start", str(folder)], env=env, capture_output=True,
                            text=True, timeout=120)
     if start.returncode != 0:

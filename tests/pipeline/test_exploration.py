@@ -72,9 +72,8 @@ def books(tmp_path_factory) -> Path:
 
 
 def _run_all(books: Path, results: Path, *args: str) -> subprocess.CompletedProcess:
-    # RT_CACHE off also for the module fixtures, made before conftest.py's per-test fixture
     env = {**os.environ, "RT_NOTEBOOKS": str(books), "RT_RESULTS": str(results),
-           "TQDM_DISABLE": "1", "RT_THREADS": "1", "RT_CACHE": "off"}
+           "TQDM_DISABLE": "1", "RT_THREADS": "1"}
     env.pop("RT_RUN", None)
     return subprocess.run([sys.executable, "-m", "rt_lib.pipeline.runner", "--jobs", "2", *args],
                           env=env, capture_output=True, text=True, timeout=600, cwd=PROJECT)

@@ -118,9 +118,8 @@ def reference(books, tmp_path_factory):
 
 
 def _env(books: Path, results: Path) -> dict:
-    # RT_CACHE off also for the module fixtures, made before conftest.py's per-test fixture
     return {**os.environ, "RT_NOTEBOOKS": str(books), "RT_RESULTS": str(results),
-            "TQDM_DISABLE": "1", "RT_THREADS": "1", "RT_CACHE": "off"}
+            "TQDM_DISABLE": "1", "RT_THREADS": "1"}
 
 
 def _run_all(books: Path, results: Path, *args: str) -> subprocess.CompletedProcess:

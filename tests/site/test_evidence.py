@@ -34,8 +34,7 @@ H100 = "NVIDIA H100 80GB HBM3"
 def smoke_run(tmp_path_factory) -> Path:
     """The paper profile's smoke run of notebook 05, as ./run_all.sh leaves it."""
     base = tmp_path_factory.mktemp("smoke")
-    # RT_CACHE off as conftest.py's per-test fixture sets it, made after this module fixture
-    env = {**os.environ, "RT_RESULTS": str(base / "results"), "TQDM_DISABLE": "1", "RT_CACHE": "off"}
+    env = {**os.environ, "RT_RESULTS": str(base / "results"), "TQDM_DISABLE": "1"}
     proc = subprocess.run([sys.executable, "-m", "rt_lib.pipeline.runner", "--profile", "paper", "--smoke",
                            "--only", "05", "--no-footprints", "--jobs", "1"], cwd=PROJECT_ROOT,
                           env=env, capture_output=True, text=True, timeout=600)

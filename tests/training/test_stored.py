@@ -217,3 +217,14 @@ def test_two_processes_asking_for_the_same_run_store_one_whole_entry(tmp_path):
     assert all(torch.equal(a[k], b[k]) for k in a)
     record = json.loads((s.entries()[0] / "entry.json").read_text())
     assert set(record["files"]) == {"checkpoint.pt", "checkpoint.pt.sha256"}
+
+
+@pytest.fixture(scope="module")
+def environment_of_a_module_fixture() -> dict:
+    """The environment a module fixture copies into the runs it starts (Slurm's cluster, the
+    fault and smoke runs do)."""
+    return dict(os.environ)
+
+
+def test_a_module_fixtures_runs_see_the_store_off(environment_of_a_module_fixture):
+    assert environment_of_a_module_fixture.get("RT_CACHE") == "off"
