@@ -92,12 +92,14 @@ def execute(job: Job, output: Path, log_output: bool = False,
 def cold_seconds(seconds: float, before: float | None, session: str) -> float:
     """What the notebook's run costs from an empty run store: ``seconds``, its wall time, where it
     trained a run (or the store is off, or it trains none); where every run it asked for came
-    from the store, ``before``, what its previous recording says (``seconds`` if none)."""
+    from the store or from its results folder (an earlier run of the same notebooks: the
+    store's ``found``), ``before``, what its previous recording says (``seconds`` if none)."""
     store = run_store.current()
     if store is None or before is None:
         return seconds
     events = store.stats(session).events
-    warm = events["hit"] > 0 and events["stored"] == 0 and events["damaged"] == 0
+    loaded = events["hit"] + events[run_store.FOUND]
+    warm = loaded > 0 and events["stored"] == 0 and events["damaged"] == 0
     return before if warm else seconds
 
 

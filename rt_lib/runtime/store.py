@@ -40,6 +40,9 @@ from typing import Any
 from rt_lib.runtime.io import sha256_file
 
 CACHE_ENV = "RT_CACHE"  # the store's folder (unset or empty: the default); "off" turns it off
+#: The event of a finished run read from its own results folder (an earlier run of the same
+#: notebooks): loaded, like a hit, though not from the store.
+FOUND = "found"
 MAX_ENV = "RT_CACHE_MAX_GIB"  # size cap in GiB (default 5)
 SESSION_ENV = "RT_CACHE_SESSION"  # a tag on every event: the test command counts its own
 # "<session>/<part>": one part of a session (a notebook of ./run_all.sh), counted in the session too
@@ -268,8 +271,9 @@ def describe(store: RunStore | None, session: str | None = None) -> str:
         return f"run store: off ({CACHE_ENV}=off or --no-cache): every run trains"
     s = store.stats(session)
     counted = "this session" if session else "since it was made or cleared"
+    found = f" ({s.events[FOUND]} more read from their results folders)" if s.events[FOUND] else ""
     return (f"run store: {store.root}: {s.entries} entries, {s.bytes / 2**20:.1f} MiB "
-            f"(cap {store.max_bytes / 2**30:g} GiB); {counted}: {s.events['hit']} runs loaded, "
+            f"(cap {store.max_bytes / 2**30:g} GiB); {counted}: {s.events['hit']} runs loaded{found}, "
             f"{s.events['stored']} trained and stored, {s.events['damaged']} damaged entries "
             "retrained")
 

@@ -1,6 +1,7 @@
 """Notebooks 11 and 13's claims on the block (Syrkis & Søgaard §4.4-4.5): T_masked not delayed,
 the attention's gradient settling first, every head on one digit, T_basis's neurons not
-periodic; each on inputs either side of its margin, ties and too few seeds included."""
+periodic, the active frequencies' rise and fall over every seed; each on inputs either side of
+its margin, ties and too few seeds included."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from rt_lib.experiments import miiii_neurons
 from rt_lib.experiments.miiii_neurons import (
     EXCLUSIVE,
     NeuronParams,
+    claim_active_frequencies,
     claim_attention_settles,
     claim_basis_neurons,
     claim_one_digit,
@@ -154,3 +156,40 @@ def test_trained_runs_read_notebook_11s_further_seeds_in_its_long_profile(monkey
         assert own.extra_seeds == ()
         assert own.run_key("miiii", own.grokfast_lambda) == \
             replace(eleven, seed=own.seed, extra_seeds=()).run_key("miiii", eleven.grokfast_lambda)
+
+
+def _series(*values, every=1000):
+    """An authors' count over snapshots every ``every`` epochs."""
+    return pd.Series(values, index=[every * (i + 1) for i in range(len(values))], dtype=float)
+
+
+PAPER_SHAPE = (0, 0, 10, 18, 10, 10)  # rises, then falls back (Fig. 14: 18 at its peak, 10 at the end)
+
+
+@pytest.mark.parametrize("runs, controls, status, reason", [
+    # every seed's series counts: three of the paper's shape against three flat controls
+    ([PAPER_SHAPE] * 3, [(0, 0, 1, 1, 1, 1)] * 3, "holds", ""),
+    # one seed of three without the fall is enough to stop it (seed 0 alone would hold)
+    ([PAPER_SHAPE, PAPER_SHAPE, (0, 0, 5, 10, 19, 19)], [(0, 0, 1, 1, 1, 1)] * 3, "not shown", "budget"),
+    # one control of three rising as much: the margin needs the controls' range apart
+    ([PAPER_SHAPE] * 3, [(0, 0, 1, 1, 1, 1)] * 2 + [(0, 0, 12, 19, 12, 12)], "not shown", "noise"),
+    # the CPU profile: three T_miiii seeds, one T_basis
+    ([PAPER_SHAPE] * 3, [(0, 0, 1, 1, 1, 1)], "not shown", "runs"),
+])
+def test_active_frequencies_judge_every_seed_and_every_control(tmp_path, runs, controls, status, reason):
+    claims = _claims(tmp_path, "13_miiii_neurons")
+    claim_active_frequencies({seed: _series(*c) for seed, c in enumerate(runs)},
+                             [_series(*c) for c in controls], "miiii", claims)
+    assert _got(claims, "mi-active-frequencies") == (status, reason)
+    measured = next(c.measured for c in claims.claims if c.id == "mi-active-frequencies")
+    assert all(f"seed {seed} " in measured for seed in range(len(runs)))
+    assert f"{len(controls)} run(s)" in measured
+
+
+def test_active_frequencies_against_a_control_of_other_epochs_are_not_compared(tmp_path):
+    claims = _claims(tmp_path, "13_miiii_neurons")
+    claim_active_frequencies({s: _series(*PAPER_SHAPE) for s in range(3)},
+                             [_series(0, 0, 1, 1, 1, 1, every=400)] * 3, "miiii", claims)
+    assert _got(claims, "mi-active-frequencies") == ("not shown", "budget")
+    measured = next(c.measured for c in claims.claims if c.id == "mi-active-frequencies")
+    assert "at epochs [400, 800" in measured  # the control's own epochs, named

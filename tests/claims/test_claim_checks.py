@@ -483,28 +483,44 @@ def test_periodic_neurons_need_every_trained_model_above_every_untrained_one(tmp
         eval=lambda: SimpleNamespace(share=untrained[seed])))
     monkeypatch.setattr(miiii_neurons, "model_share", lambda model, p, params: model.share)
 
-    def stand_in(share, valid, interaction):
-        """A finished run whose final model has ``share`` and validation accuracy ``valid``, and
-        whose MLP's interaction share is ``interaction`` at epochs 0 and 1000."""
+    def stand_in(share, valid, interaction, counts=()):
+        """A finished run whose final model has ``share`` and validation accuracy ``valid``, whose
+        MLP's interaction share is ``interaction`` at epochs 0 and 1000, and whose authors' count
+        over its snapshots is ``counts``."""
         model = SimpleNamespace(share=share, cfg=None)
         model.eval = lambda: model
         history = pd.DataFrame({"step": [1000], "valid_acc": [valid]})
         return SimpleNamespace(result=SimpleNamespace(model=model, history=history),
-                               interaction=dict(zip((0, 1000), interaction)))
+                               interaction=dict(zip((0, 1000), interaction)),
+                               counts=pd.Series(counts, index=range(len(counts)), dtype=float))
 
     # the further seeds' interaction share is read from their weights at the table's epochs
     monkeypatch.setattr(miiii_neurons, "model_at", lambda run, epoch: (run, epoch))
     monkeypatch.setattr(miiii_neurons, "interaction_share", lambda at, p: at[0].interaction[at[1]])
+    # the further seeds' and the controls' authors' counts are read from their snapshots
+    monkeypatch.setattr(miiii_neurons, "authors_counts", lambda run, p: run.counts)
 
-    def record(trained_shares, active, interaction=(0.05, 0.5), valid=1.0, others=None):
+    def record(trained_shares, active, interaction=(0.05, 0.5), valid=1.0, others=None,
+               others_active=None, controls=()):
         claims = _record(tmp_path / f"r{len(list(tmp_path.iterdir()))}", "13_miiii_neurons")
-        trained = {s: stand_in(v, valid, interaction if s == 0 or others is None else others)
+        trained = {s: stand_in(v, valid, interaction if s == 0 or others is None else others,
+                               active if others_active is None else others_active)
                    for s, v in enumerate(trained_shares)}
+        basis = [stand_in(0.2, 1.0, interaction, c) for c in controls]
         check_claims(pd.DataFrame({"epoch": [0, 1000], "interaction share": list(interaction)}),
                      pd.DataFrame({"epoch": [0, 1, 2, 3, 4, 5],
                                    "active, neuron 0 (k = 1)": active}),
-                     {}, trained, 13, NeuronParams(), claims)
+                     {}, trained, 13, NeuronParams(), claims, basis=basis)
         return {c.id: (c.status, c.reason) for c in claims.claims}
+
+    # the active-frequency count of every trained seed against every T_basis run's
+    shape, flat = [0, 0, 10, 18, 10, 10], [0, 0, 1, 1, 1, 1]
+    assert record([0.60, 0.64, 0.46], shape, controls=[flat] * 3)["mi-active-frequencies"] == ("holds", "")
+    # seed 0 alone would hold: the further seeds count (they do not rise here)
+    assert record([0.60, 0.64, 0.46], shape, others_active=[3, 3, 3, 3, 3, 3],
+                  controls=[flat] * 3)["mi-active-frequencies"] == ("fails", "")
+    # three T_miiii seeds, one T_basis (the CPU profile): not shown, too few runs
+    assert record([0.60, 0.64, 0.46], shape, controls=[flat])["mi-active-frequencies"] == ("not shown", "runs")
 
     rise, fall = [1, 1, 2, 3, 5, 6], [6, 5, 3, 2, 1, 1]
     got = record([0.60, 0.64, 0.46], rise)

@@ -272,12 +272,14 @@ def _store_notebook(tmp_path, event: str | None):
     return runner.Job("98_store", src, {}, tmp_path / "results" / "98_store"), src
 
 
-@pytest.mark.parametrize("event, kept", [("hit", True), ("stored", False), (None, False)])
+@pytest.mark.parametrize("event, kept", [("hit", True), ("found", True), ("stored", False),
+                                         (None, False)])
 def test_a_rerun_over_a_warm_store_keeps_the_notebooks_cold_seconds(tmp_path, monkeypatch,
                                                                     event, kept):
-    """Re-recorded with every run loaded from the store, a notebook keeps what its last cold
-    run took (the schedulers start notebook 11 first by it); one that trained, or trains
-    nothing, records its own wall time."""
+    """Re-recorded with every run loaded from the store, or found finished in its results
+    folder (``found``: ``./run_all.sh --only 11,13`` after a run), a notebook keeps what its
+    last cold run took (the schedulers start notebook 11 first by it); one that trained, or
+    trains nothing, records its own wall time."""
     import nbformat
 
     from rt_lib.pipeline.plan import COLD_KEY, recorded_duration

@@ -83,6 +83,17 @@ def test_snapshots_and_checkpoint_come_back_into_another_folder(store, tmp_path)
         assert (tmp_path / "b" / name).read_bytes() == (tmp_path / "a" / name).read_bytes()
 
 
+def test_a_run_finished_in_its_own_folder_is_found_not_trained_nor_hit(store, tmp_path):
+    """Asked for again in the folder it finished in (``./run_all.sh --only 11,13`` after a run),
+    a run is read from there: neither a hit nor a training, a ``found`` (the schedulers keep a
+    re-recorded notebook's cold time by it)."""
+    c = cfg(checkpoint_path=str(tmp_path / "a" / "last.pt"), resume=True)
+    first = stored.train_stored(model(), task(), c)
+    again = stored.train_stored(model(), task(), c)
+    assert dict(events(store)) == {"miss": 1, "stored": 1, run_store.FOUND: 1}
+    assert same_weights(first.model, again.model)
+
+
 @pytest.mark.parametrize("change", [
     dict(seed=1), dict(lr=2e-3), dict(steps=7), dict(batch_size=4), dict(threads=2)])
 def test_a_changed_setting_or_seed_misses(change):
