@@ -14,8 +14,9 @@ on the gradients, AdamW.  It is profiled under each setting that can change its 
 deterministic algorithms on and off and, on a GPU, TF32 matmuls on and off, and once with
 deterministic mode's NaN fill of every new tensor (which train.prepare turns off).  For each it prints
 the milliseconds per epoch (the device synchronised), the share of the time in matrix products
-(``mm``, ``bmm``, ``addmm``, ``matmul``, ``linear``, SDPA) and the operators that take the most
-self time: what is not a matrix product is what a faster step would cut.  About a minute on either
+(``mm``, ``bmm``, ``addmm``, ``matmul``, ``linear``, SDPA), the operators and GPU kernels an epoch
+launches, and the operators that take the most self time: what is not a matrix product is what a
+faster step would cut.  About a minute on either
 device.  Run it alone on the machine: a timing beside other work is not a timing.
 """
 
@@ -112,6 +113,20 @@ def matmul_share(averages, device: torch.device) -> float:
     return mm / total if total else float("nan")
 
 
+def calls_per_epoch(averages, device: torch.device, epochs: int) -> str:
+    """How many operators (nested ones included) and, on a GPU, kernels one epoch launches: a
+    step of many small launches is bound by their overhead, not by its arithmetic (where a
+    CUDA graph of the step, not a cheaper operator, would cut it)."""
+    ops = sum(e.count for e in averages if e.key.startswith("aten::")) / epochs
+    text = f"{ops:.0f} aten operator calls per epoch (nested included)"
+    if device.type == "cuda":
+        from torch.autograd import DeviceType
+
+        kernels = sum(e.count for e in averages if e.device_type == DeviceType.CUDA) / epochs
+        text += f", {kernels:.0f} GPU kernels"
+    return text
+
+
 def main(argv: list[str]) -> int:
     opts = parse(argv)
     device = torch.device(str(opts["device"]))
@@ -131,7 +146,8 @@ def main(argv: list[str]) -> int:
                 + (", with the NaN fill of new tensors (before train.prepare turned it off)"
                    if setting["fill"] else "")
                 + f": {ms:.2f} ms per epoch, matrix products {matmul_share(averages, device):.0%} "
-                  f"of the operators' self time")
+                  f"of the operators' self time; "
+                  f"{calls_per_epoch(averages, device, int(opts['epochs']))}")
         table = averages.table(sort_by=sort, row_limit=int(opts["rows"]))
         print(head, table, sep="\n", flush=True)
         lines += [head, table]
