@@ -97,8 +97,9 @@ EXPERIMENT = Experiment(
             "before epoch 885, and T_basis's, the control with nothing periodic to learn, "
             "0 -> 11, 19, 17 over the last three snapshots: at this scale the count's rise "
             "follows the neurons' growth, periodic or not, and no run falls back by its end; "
-            "the long profile's three seeds of both at 10,000 epochs and the paper's 65,536 "
-            "epochs at p = 113 are expected to tell them apart (an estimate)"),
+            "the long profile's three seeds of both at 10,000 epochs do not tell them apart "
+            "either (T_basis's count rises as much, evidence/long/): the paper's 65,536 epochs "
+            "at p = 113 are expected to (an estimate)"),
         "mi-basis-neurons-aperiodic": (
             "the CPU profile trains one T_basis (seed 0), and its T_miiii has not generalised by "
             "4,000 epochs: the share is 0.21 for T_basis against 0.46-0.64 for three T_miiii "
