@@ -40,7 +40,7 @@ from rt_lib.pipeline.progress import Ticker, clock, expected_seconds, progress_l
 from rt_lib.runtime import store as run_store
 from rt_lib.runtime.context import DEFAULT_PROFILE, RunContext, env_threads, is_smoke
 from rt_lib.runtime.io import RESUME, atomic_path
-from rt_lib.runtime.manifest import Manifest, content_key, is_temporary
+from rt_lib.runtime.manifest import Manifest, content_key, head_commit, is_temporary
 
 #: A smoke test's cell runs in seconds to minutes (08 at width 4,096: several): one that takes
 #: longer has hung or lost its cuts, and
@@ -225,6 +225,7 @@ def run_jobs(jobs: list[Job], outputs: dict[str, Path], n_jobs: int, log_output:
     out = Outcome([], [], [])
     finished: set[str] = set()
     kept: dict[str, tuple[Path | None, Any]] = {}  # name -> (results set aside, manifest entry)
+    started_on: dict[str, str] = {}  # name -> the commit it started on (head_commit)
     try:
         while order or running:
             for name in list(order):
@@ -260,6 +261,7 @@ def run_jobs(jobs: list[Job], outputs: dict[str, Path], n_jobs: int, log_output:
                 proc = ctx.Process(target=_child, name=name,
                                    args=(by_name[name], outputs[name], log_output, os.getpid(),
                                          k, profile, executor))
+                started_on[name] = head_commit()  # the code its kernel imports
                 proc.start()
                 running[proc.sentinel] = (name, proc, time.perf_counter(), k)
                 ticker.clear()
@@ -287,9 +289,14 @@ def run_jobs(jobs: list[Job], outputs: dict[str, Path], n_jobs: int, log_output:
                 shutil.rmtree(job.output_dir / RESUME, ignore_errors=True)  # finished: not needed
                 # finished: its new results replace the ones set aside, recorded or not
                 drop_previous(kept.pop(name, (None, None))[0])
+                commit = started_on.pop(name, None)
+                # HEAD alone: --update-notebooks itself leaves the tree dirty by the end
+                if commit is not None and commit.split("+")[0] != (now := head_commit()).split("+")[0]:
+                    print(f"    {name}: the code changed while it ran (started on {commit[:12]}, "
+                          f"now {now[:12]}): its record names the commit it started on", flush=True)
                 if manifest is not None:
                     manifest.record(job.folder, k, profile, job.parameters, job.output_dir,
-                                    out.done[-1][1])
+                                    out.done[-1][1], commit)
                 print(f"    {name} done in {out.done[-1][1]:.0f} s "
                       f"({len(finished)}/{len(by_name)}) -> {job.output_dir}", flush=True)
     finally:

@@ -75,7 +75,12 @@ SOURCE_COMMIT_ENV = "RT_SOURCE_COMMIT"
 
 @cache
 def git_commit() -> str:
-    """HEAD's hash, ``+dirty`` when tracked files differ from it.  ``$RT_SOURCE_COMMIT`` comes
+    """:func:`head_commit`, read once per process."""
+    return head_commit()
+
+
+def head_commit() -> str:
+    """HEAD's hash, ``+dirty`` when tracked files differ from it, read now.  ``$RT_SOURCE_COMMIT`` comes
     first when set: scripts/gpu_run.sh sets it from the bundle's ``COMMIT``, written where the
     code was committed, while the copy a GPU job runs in may carry no ``.git`` or a stale one.
     Without either, ``unknown``."""
@@ -198,8 +203,10 @@ class Manifest:
             self.save()
 
     def record(self, name: str, key: str, profile: str, parameters: dict, folder: Path,
-               wall_seconds: float) -> Entry:
-        entry = Entry(key=key, profile=profile, parameters=parameters, commit=git_commit(),
+               wall_seconds: float, commit: str | None = None) -> Entry:
+        """Record ``name``'s finished run; ``commit``: the code it ran (:func:`head_commit` at
+        its start, which its kernel imported), else this process's :func:`git_commit`."""
+        entry = Entry(key=key, profile=profile, parameters=parameters, commit=commit or git_commit(),
                       wall_seconds=round(wall_seconds, 2),
                       finished=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                       files=describe(folder, self.root), platform=this_platform())

@@ -204,3 +204,20 @@ def test_a_selection_of_a_notebook_and_its_readers_alone_runs_to_the_end():
                 finished.add(book)
     assert sorted(ran) == sorted(collection), f"stalled after {len(ran)} of {len(collection)}"
     assert sched.tests_finished
+
+
+def test_a_notebook_is_recorded_with_the_commit_it_started_on(three_jobs, tmp_path, monkeypatch, capsys):
+    """A commit made while a notebook runs (its kernel imported the code before it) does not
+    become its record's commit: the manifest names the one it started on, and the run says so."""
+    from rt_lib.pipeline import schedule
+    from rt_lib.runtime.manifest import Manifest
+
+    make, _ = three_jobs
+    jobs, outputs = make()
+    heads = iter(["a" * 40, "b" * 40 + "+dirty"] + ["b" * 40] * 10)  # HEAD moves once b starts
+    monkeypatch.setattr(schedule, "head_commit", lambda: next(heads))
+    manifest = Manifest(tmp_path / "results")
+    out = runner.run_jobs(jobs[1:2], outputs, n_jobs=1, manifest=manifest, profile="cpu")  # b waits for none
+    assert [n for n, _ in out.done] == ["b"] and not out.failed
+    assert manifest.entries["b"].commit == "a" * 40
+    assert "the code changed while it ran (started on aaaaaaaaaaaa, now bbbbbbbbbbbb)" in capsys.readouterr().out
