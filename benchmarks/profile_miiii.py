@@ -3,10 +3,12 @@
     .venv/bin/python benchmarks/profile_miiii.py                     # the GPU profile's p = 113, here
     PYTHONPATH=. python3 benchmarks/profile_miiii.py device=cuda     # on a GPU (issue 59, item 5)
     .venv/bin/python benchmarks/profile_miiii.py profile=cpu epochs=50 rows=15
+    .venv/bin/python benchmarks/profile_miiii.py p=11 epochs=50      # the GPU step at a tiny p
 
 ``profile``: whose settings of notebook 11 (gpu: p = 113 as configs/gpu/11_miiii_training.yaml,
-the default; cpu: p = 37); ``device``: cpu or cuda; ``epochs``: profiled epochs per setting (after
-3 untimed ones); ``rows``: lines of each table.  ``out=PATH`` also writes the tables there.
+the default; cpu: p = 37); ``p``: another p with the profile's other settings; ``device``: cpu
+or cuda; ``epochs``: profiled epochs per setting (after 3 untimed ones); ``rows``: lines of each
+table.  ``out=PATH`` also writes the tables there.
 
 Each epoch is :func:`rt_lib.training.train.train_step` exactly as notebook 11 trains T_miiii:
 the full training split as one batch, the fast paths' forward, the ln(q)-weighted loss, grokfast
@@ -39,7 +41,7 @@ MATMULS = ("aten::mm", "aten::bmm", "aten::addmm", "aten::matmul", "aten::linear
 
 def parse(argv: list[str]) -> dict[str, int | str]:
     opts: dict[str, int | str] = {"profile": "gpu", "device": "cpu", "epochs": 20, "rows": 12,
-                                  "out": ""}
+                                  "out": "", "p": ""}
     for kv in argv:
         key, _, raw = kv.partition("=")
         if key not in opts:
@@ -132,6 +134,16 @@ def main(argv: list[str]) -> int:
     device = torch.device(str(opts["device"]))
     torch.set_num_threads(1)
     params = EXPERIMENT.profile_params(str(opts["profile"]))
+    if opts["p"]:  # the profile's step at another p: how the step's cost grows with the task
+        try:
+            p = int(opts["p"])
+        except ValueError:
+            raise SystemExit(f"p must be an integer, got {opts['p']!r}") from None
+        try:
+            params = replace(params, p=p)
+            params.check()
+        except ValueError as err:
+            raise SystemExit(f"p={p}: {err}") from None
     task = params.task("miiii")
     print(f"notebook 11's {opts['profile']} profile: T_miiii at p = {params.p}, d_model = "
           f"{params.d_model}, {len(task.qs)} heads, a batch of {len(task.train[0])} rows, on "

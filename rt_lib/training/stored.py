@@ -43,7 +43,6 @@ from rt_lib.runtime import store as run_store
 from rt_lib.runtime.context import env_threads
 from rt_lib.runtime.io import CorruptFileError, load_torch
 from rt_lib.runtime.sources import RT_LIB, import_closure, sources_digest
-from rt_lib.runtime.store import FOUND
 from rt_lib.tasks.base import Task
 from rt_lib.training.train import _BOOKKEEPING, TrainConfig, TrainResult, _same_run, resolve_device, train
 
@@ -212,7 +211,7 @@ def train_stored(model: nn.Module, task: Task, cfg: TrainConfig,
         if _finished_here(own):  # e.g. a results folder of the notebooks read: kept as it is
             result = train(model, task, own, grad_hook=grad_hook, desc=desc)
             # loaded, not trained: the notebook's re-record keeps its cold time (schedule.py)
-            store.log(FOUND, key, label)
+            store.log(run_store.FOUND, key, label)
         elif store.fetch(key, _placer(own), label):
             result = train(model, task, dataclasses.replace(own, resume=True),
                            grad_hook=grad_hook, desc=desc)
