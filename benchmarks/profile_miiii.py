@@ -7,19 +7,21 @@
 
 ``profile``: whose settings of notebook 11 (gpu: p = 113 as configs/gpu/11_miiii_training.yaml,
 the default; cpu: p = 37); ``p``: another p with the profile's other settings; ``device``: cpu
-or cuda; ``epochs``: profiled epochs per setting (after 3 untimed ones); ``rows``: lines of each
-table.  ``out=PATH`` also writes the tables there.
+or cuda; ``readout``: the loss's readout (padded, compact or both, the default); ``epochs``:
+profiled epochs per setting (after 3 untimed ones); ``rows``: lines of each table.  ``out=PATH``
+also writes the tables there.
 
 Each epoch is :func:`rt_lib.training.train.train_step` exactly as notebook 11 trains T_miiii:
 the full training split as one batch, the fast paths' forward, the ln(q)-weighted loss, grokfast
-on the gradients, AdamW.  It is profiled under each setting that can change its kernels:
+on the gradients, AdamW.  It is profiled under each readout of the loss (``padded``, as every
+profile trains; ``compact``, rt_lib/tasks/miiii.py) and each setting that can change its kernels:
 deterministic algorithms on and off and, on a GPU, TF32 matmuls on and off, and once with
 deterministic mode's NaN fill of every new tensor (which train.prepare turns off).  For each it prints
 the milliseconds per epoch (the device synchronised), the share of the time in matrix products
 (``mm``, ``bmm``, ``addmm``, ``matmul``, ``linear``, SDPA), the operators and GPU kernels an epoch
 launches, and the operators that take the most self time: what is not a matrix product is what a
-faster step would cut.  About a minute on either
-device.  Run it alone on the machine: a timing beside other work is not a timing.
+faster step would cut.  About a minute on a GPU; at p = 113 on one CPU thread, three minutes
+(``epochs=5``: one).  Run it alone on the machine: a timing beside other work is not a timing.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ MATMULS = ("aten::mm", "aten::bmm", "aten::addmm", "aten::matmul", "aten::linear
 
 def parse(argv: list[str]) -> dict[str, int | str]:
     opts: dict[str, int | str] = {"profile": "gpu", "device": "cpu", "epochs": 20, "rows": 12,
-                                  "out": "", "p": ""}
+                                  "out": "", "p": "", "readout": "both"}
     for kv in argv:
         key, _, raw = kv.partition("=")
         if key not in opts:
@@ -57,24 +59,29 @@ def parse(argv: list[str]) -> dict[str, int | str]:
             opts[key] = raw
     if opts["device"] not in ("cpu", "cuda"):
         raise SystemExit(f"device must be cpu or cuda, got {opts['device']!r}")
+    if opts["readout"] not in ("padded", "compact", "both"):
+        raise SystemExit(f"readout must be padded, compact or both, got {opts['readout']!r}")
     if opts["device"] == "cuda" and not torch.cuda.is_available():
         raise SystemExit("device=cuda: torch sees no GPU here")
     return opts
 
 
-def settings(device: torch.device) -> list[dict[str, bool]]:
-    """The kernel settings profiled: deterministic on and off, and on a GPU TF32 on and off;
-    first the step as training runs it (train.prepare: deterministic, without its NaN fill of
-    new tensors), and once with that fill, as the step ran before prepare turned it off."""
+def settings(device: torch.device, readouts: tuple[str, ...]) -> list[dict]:
+    """The settings profiled: each loss readout (tasks/miiii.py: padded, as every profile
+    trains; compact, the same loss over the classes that exist) with deterministic on and off
+    and, on a GPU, TF32 on and off; first the step as training runs it (train.prepare:
+    deterministic, without its NaN fill of new tensors), and once with that fill, as the step
+    ran before prepare turned it off."""
     tf32 = (False, True) if device.type == "cuda" else (False,)
-    return ([{"deterministic": d, "tf32": t, "fill": False} for d in (True, False) for t in tf32]
-            + [{"deterministic": True, "tf32": False, "fill": True}])
+    return ([{"readout": r, "deterministic": d, "tf32": t, "fill": False}
+             for r in readouts for d in (True, False) for t in tf32]
+            + [{"readout": readouts[0], "deterministic": True, "tf32": False, "fill": True}])
 
 
-def profile_epochs(params, device: torch.device, epochs: int, setting: dict[str, bool]):
+def profile_epochs(params, device: torch.device, epochs: int, setting: dict):
     """(ms per epoch, the profiler's averages) of ``epochs`` training steps of T_miiii."""
     lamb = params.grokfast_lambda
-    task = params.task("miiii")
+    task = replace(params.task("miiii"), readout=setting["readout"])
     cfg = replace(params.train_config(lamb, None), deterministic=setting["deterministic"])
     prepare(cfg, device)  # threads and kernels as training sets them
     torch.utils.deterministic.fill_uninitialized_memory = setting["fill"]
@@ -151,9 +158,11 @@ def main(argv: list[str]) -> int:
           f"torch {torch.__version__}", flush=True)
     sort = "self_cuda_time_total" if device.type == "cuda" else "self_cpu_time_total"
     lines = []
-    for setting in settings(device):
+    readouts = ("padded", "compact") if opts["readout"] == "both" else (str(opts["readout"]),)
+    for setting in settings(device, readouts):
         ms, averages = profile_epochs(params, device, int(opts["epochs"]), setting)
-        head = (f"deterministic {'on' if setting['deterministic'] else 'off'}"
+        head = (f"{setting['readout']} readout, deterministic "
+                f"{'on' if setting['deterministic'] else 'off'}"
                 + (f", TF32 {'on' if setting['tf32'] else 'off'}" if device.type == "cuda" else "")
                 + (", with the NaN fill of new tensors (before train.prepare turned it off)"
                    if setting["fill"] else "")

@@ -24,7 +24,8 @@ from rt_lib.analysis import fourier
 from rt_lib.model import LSTMConfig, TransformerConfig, build_model, fast_paths, miiii_config
 from rt_lib.tasks.miiii import miiii_task
 from rt_lib.tasks.modular import modular_addition
-from rt_lib.training.train import TrainConfig, make_optimizer, train_step
+from rt_lib.training.grokfast import Grokfast
+from rt_lib.training.train import TrainConfig, make_optimizer, train, train_step
 
 #: the forward train_step runs for a task scored at every position (at commits before
 #: fast_paths.logits existed, the model's own forward was that)
@@ -73,6 +74,17 @@ def main() -> None:
                                      dropout_mask="sample"), 0)
     x = train_steps(model, task, cfg, seed=4)
     print("miiii GPT-2 dropout (plain last_only), 10 steps", digest(*model.parameters()))
+
+    # the training loop itself, with grokfast's filter on the gradients (from zero, as the
+    # miiii code starts it, and from the first gradient, as Lee et al.'s): batches to the device,
+    # the hook, the optimiser and the schedule as a notebook's run takes them
+    for init in ("zero", "grad"):
+        model = build_model(miiii_config(13, d_model=32, n_heads=4, dropout=0.1), 0)
+        loop = TrainConfig(steps=10, batch_size=None, lr=1e-2, warmup_steps=0, weight_decay=1.0,
+                           schedule="constant", grad_clip=None, eval_every=10, progress=False,
+                           seed=5)
+        train(model, task, loop, grad_hook=Grokfast(0.98, 2.0, init))
+        print(f"miiii, train() with grokfast from {init}, 10 steps", digest(*model.parameters()))
 
     model = build_model(TransformerConfig(d_vocab=11, n_ctx=16, d_model=32, n_layers=2, n_heads=4,
                                           dropout=0.1, dropout_at="gpt2"), 0)

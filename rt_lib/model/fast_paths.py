@@ -16,7 +16,8 @@ patch activations through the plain forward.
 * :func:`logits`: the forward with the **attention kernel** fastest at the sequence's length
   (:func:`attention_kernel`: broadcast products up to SHORT_SEQ keys, SDPA beyond, or the plain
   matmuls under vmap) and the **multi-task unembedding** over the classes that exist only
-  (:func:`unembed`).
+  (:func:`unembed`), placed in the plain forward's [..., n_tasks, q_max] or, with ``compact``,
+  left as [..., sum q] for a loss that reads them there (miiii's compact readout).
 * :func:`last_logits`, for tasks scored at the last position only (modular addition, miiii,
   circuit imitation): a **last-position shortcut** where one applies, else :func:`logits` at the
   last position.  Which shortcut, under the model's ``last_position`` (a constructor option the
@@ -49,9 +50,11 @@ from rt_lib.model.transformer import mask_future
 SHORT_SEQ = 8  # up to this many keys, attention is computed by broadcasting (attention_kernel)
 
 
-def logits(model: nn.Module, tokens: Tensor, last_only: bool = False) -> Tensor:
+def logits(model: nn.Module, tokens: Tensor, last_only: bool = False,
+           compact: bool = False) -> Tensor:
     """``model(tokens, last_only)`` by the attention kernels and the multi-task unembedding over
-    the existing classes (a :class:`Transformer`; any other model by its own forward)."""
+    the existing classes (a :class:`Transformer`; any other model by its own forward);
+    ``compact``: a multi-task model's logits as :func:`unembed` gives them with ``compact``."""
     if not isinstance(model, Transformer):
         return model(tokens, last_only=last_only)
     x = model.embed(tokens)  # [b, t, d]
@@ -59,7 +62,7 @@ def logits(model: nn.Module, tokens: Tensor, last_only: bool = False) -> Tensor:
         # only the last position of the last block feeds a last-position loss
         x = block_forward(model, block, x, last_only and i == len(model.blocks) - 1)
     x = model.ln_final(x)
-    return unembed(model, x[:, -1] if last_only else x)
+    return unembed(model, x[:, -1] if last_only else x, compact)
 
 
 def block_forward(model: Transformer, block: Block, x: Tensor, last_only: bool = False) -> Tensor:
@@ -79,38 +82,47 @@ def mix(model: Transformer, attn: Attention, q: Tensor, key: Tensor, value: Tens
     return attn.out(kernel(q, key, value, attn.masks(q), attn.p_drop, attn.training))
 
 
-def unembed(model: Transformer, x: Tensor) -> Tensor:
+def unembed(model: Transformer, x: Tensor, compact: bool = False) -> Tensor:
     """``model.unembed(x)``: a multi-task model's logits by one [d, sum q] matmul over the classes
     that exist, placed into [..., n_tasks, q_max] over -inf, without the columns of classes that
-    do not exist and without the einsum's broadcast copy of x."""
+    do not exist and without the einsum's broadcast copy of x.
+
+    ``compact``: the matmul's [..., sum q] as they are, task after task (task i's q_i classes
+    in order), not placed: for a loss that reads each task's classes in place
+    (:class:`rt_lib.tasks.miiii.MultiPrimeTask` with ``readout="compact"``).  The values are
+    the placed logits' own, bit for bit.  A model of one output ignores it."""
     if model.cfg.out_sizes is None:
         return x @ model.W_U
     n, d, q = model.W_U.shape
     columns = model.W_U.permute(1, 0, 2).reshape(d, n * q)[:, model.out_columns]
+    if compact:
+        return x @ columns
     out = x.new_full((*x.shape[:-1], n * q), float("-inf"))
     out = out.index_copy(-1, model.out_columns, x @ columns)
     return out.view(*x.shape[:-1], n, q)
 
 
-def last_logits(model: nn.Module, tokens: Tensor) -> Tensor:
+def last_logits(model: nn.Module, tokens: Tensor, compact: bool = False) -> Tensor:
     """Logits [b, ...] at the last position of ``tokens`` [b, t]: by a shortcut where one applies
     (a :class:`Transformer`, its ``last_position`` allowing one, a batch that repeats what the
-    shortcut computes once), else by :func:`logits` at the last position."""
+    shortcut computes once), else by :func:`logits` at the last position; ``compact`` as in
+    :func:`unembed`."""
     if isinstance(model, Transformer):
-        out = last_position_logits(model, tokens)
+        out = last_position_logits(model, tokens, compact)
         if out is not None:
             return out
-    return logits(model, tokens, last_only=True)
+    return logits(model, tokens, last_only=True, compact=compact)
 
 
-def last_position_logits(model: Transformer, tokens: Tensor) -> Tensor | None:
+def last_position_logits(model: Transformer, tokens: Tensor,
+                         compact: bool = False) -> Tensor | None:
     """Logits [b, ...] at the last position of ``tokens`` [b, t] by the first shortcut that
     applies under ``model.last_position``; None when none does."""
     if token_tables_apply(model, tokens):
-        return last_token_tables(model, tokens)
+        return last_token_tables(model, tokens, compact)
     shared = shared_prefixes(model, tokens)
     if shared is not None:
-        return last_shared_prefix(model, tokens, *shared)
+        return last_shared_prefix(model, tokens, *shared, compact=compact)
     return None
 
 
@@ -122,7 +134,7 @@ def token_tables_apply(model: Transformer, tokens: Tensor) -> bool:
             and (tokens.shape[1] - 1) * model.cfg.d_vocab * 2 <= len(tokens))
 
 
-def last_token_tables(model: Transformer, tokens: Tensor) -> Tensor:
+def last_token_tables(model: Transformer, tokens: Tensor, compact: bool = False) -> Tensor:
     """Last-position logits [b, ...] of a one-block model from key/value tables.
 
     In one block the keys and values of the earlier positions are projections of the
@@ -140,7 +152,7 @@ def last_token_tables(model: Transformer, tokens: Tensor) -> Tensor:
     v_pre = v_tab[pos, :, tokens[:, :-1]].transpose(1, 2)
     x = model.W_E[tokens[:, -1:]] + model.W_pos[t - 1 : t]  # [b, 1, d]
     x = block_after(model, block, x, k_pre, v_pre)
-    return unembed(model, model.ln_final(x[:, -1]))
+    return unembed(model, model.ln_final(x[:, -1]), compact)
 
 
 def block_after(model: Transformer, block: Block, x: Tensor, k_pre: Tensor, v_pre: Tensor) -> Tensor:
@@ -176,7 +188,7 @@ def shared_prefixes(model: Transformer, tokens: Tensor) -> tuple[Tensor, Tensor]
 
 
 def last_shared_prefix(model: Transformer, tokens: Tensor, prefixes: Tensor,
-                       inverse: Tensor) -> Tensor:
+                       inverse: Tensor, compact: bool = False) -> Tensor:
     """Last-position logits [b, v] with each distinct prefix computed once.
 
     Under a causal mask the stream at positions < t-1 depends on the prefix tokens alone, so
@@ -190,7 +202,7 @@ def last_shared_prefix(model: Transformer, tokens: Tensor, prefixes: Tensor,
         x = block_after(model, block, x, k_pre[inverse], v_pre[inverse])
         if i < len(model.blocks) - 1:
             x_pre = block_forward(model, block, x_pre)
-    return unembed(model, model.ln_final(x[:, -1]))
+    return unembed(model, model.ln_final(x[:, -1]), compact)
 
 
 def distinct_rows(tokens: Tensor, d_vocab: int) -> tuple[Tensor, Tensor]:

@@ -33,6 +33,9 @@ class Task(ABC):
     d_vocab_out: int  # number of output classes
     n_ctx: int  # input length
     last_only: bool = True  # only the last position is scored: models may compute it alone
+    # the training forward hands loss() a multi-task model's logits over the classes that exist
+    # only (rt_lib.model.fast_paths.unembed's compact): a task whose loss reads them sets it
+    compact_logits: bool = False
 
     @abstractmethod
     def get_batch(self, step: int, batch_size: int | None, seed: int) -> Batch:

@@ -37,6 +37,7 @@ from rt_lib.runtime.seeding import derive
 from rt_lib.tasks.base import Task
 from rt_lib.training.train import (
     _BOOKKEEPING,
+    DeviceBatches,
     NonFiniteLossError,
     TrainConfig,
     TrainResult,
@@ -83,17 +84,18 @@ def _check(models: Sequence[nn.Module], cfgs: Sequence[TrainConfig]) -> None:
 
 class FastLogits(nn.Module):
     """The training forward, ``fast_paths.last_logits(model, tokens)`` (``last_only``) or
-    ``fast_paths.logits(model, tokens)``, as a module's forward, for ``functional_call`` (which
-    runs a module's forward only); its parameters are the model's, under ``model.``."""
+    ``fast_paths.logits(model, tokens)``, ``compact`` where the task's loss reads the logits of
+    the classes that exist only, as a module's forward, for ``functional_call`` (which runs a
+    module's forward only); its parameters are the model's, under ``model.``."""
 
-    def __init__(self, model: nn.Module, last_only: bool):
+    def __init__(self, model: nn.Module, last_only: bool, compact: bool = False):
         super().__init__()
-        self.model, self.last_only = model, last_only
+        self.model, self.last_only, self.compact = model, last_only, compact
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         if self.last_only:
-            return fast_paths.last_logits(self.model, tokens)
-        return fast_paths.logits(self.model, tokens)
+            return fast_paths.last_logits(self.model, tokens, self.compact)
+        return fast_paths.logits(self.model, tokens, compact=self.compact)
 
 
 class BatchedRestarts:
@@ -117,7 +119,7 @@ class BatchedRestarts:
                            last_position=models[0].last_position if self.shared else "vocab")
         base = base.to("meta")
         # the training forward, as in train_step (last-position tasks: the shortcut where one applies)
-        fast = FastLogits(base, task.last_only)
+        fast = FastLogits(base, task.last_only, task.compact_logits)
 
         def forward(p: dict, b: dict, x: torch.Tensor) -> torch.Tensor:
             p, b = ({f"model.{k}": v for k, v in d.items()} for d in (p, b))
@@ -128,6 +130,7 @@ class BatchedRestarts:
         self.optimizer = make_optimizer(self.params.values(), self.cfg, matrix_ndim=3)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lr_lambda(self.cfg))
         self.data_seeds = [derive(c.seed, "batches") for c in cfgs]
+        self.on_device = DeviceBatches(self.device)
         self.views = [copy.deepcopy(m) for m in models]  # per-seed modules for evaluation
 
     def step(self, step: int) -> torch.Tensor:
@@ -139,7 +142,7 @@ class BatchedRestarts:
         else:
             pairs = [task.get_batch(step, self.cfg.batch_size, s) for s in self.data_seeds]
             x, ys = torch.stack([p[0] for p in pairs]), [p[1] for p in pairs]
-        x, ys = x.to(self.device), [y.to(self.device) for y in ys]
+        x, *ys = self.on_device(x, *ys)  # a shared full batch is copied to the GPU once
         logits = self.forward(self.params, self.buffers, x)
         # unbind, not logits[i]: each index's backward would fill a zero tensor of all n seeds
         losses = torch.stack([task.loss(lg.float(), y) for lg, y in zip(logits.unbind(0), ys)])

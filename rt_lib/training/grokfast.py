@@ -30,18 +30,22 @@ class Grokfast:
 
     @torch.no_grad()
     def __call__(self, model: nn.Module, step: int) -> None:
-        for name, p in model.named_parameters():
-            if p.grad is None:
-                continue
-            e = self.ema.get(name)
-            if e is None:
-                e = p.grad.detach().clone() if self.init == "grad" else torch.zeros_like(p.grad)
-                if self.init == "zero":
-                    e.mul_(self.alpha).add_(p.grad, alpha=1 - self.alpha)
-                self.ema[name] = e
-            else:
-                e.mul_(self.alpha).add_(p.grad, alpha=1 - self.alpha)
-            p.grad.add_(e, alpha=self.lamb)
+        grads = {name: p.grad for name, p in model.named_parameters() if p.grad is not None}
+        started = {name for name in grads if name not in self.ema}
+        for name in started:
+            g = grads[name]
+            self.ema[name] = g.detach().clone() if self.init == "grad" else torch.zeros_like(g)
+        # One foreach call per operation for every parameter, rather than three calls each: a
+        # GPU launches one kernel per call (issue 59).  On the CPU a foreach call loops over
+        # the same per-tensor kernels, so every number is as the per-parameter loop gave it.
+        moving = [n for n in grads if not (n in started and self.init == "grad")]
+        if moving:
+            emas = [self.ema[n] for n in moving]
+            torch._foreach_mul_(emas, self.alpha)
+            torch._foreach_add_(emas, [grads[n] for n in moving], alpha=1 - self.alpha)
+        if grads:
+            torch._foreach_add_(list(grads.values()), [self.ema[n] for n in grads],
+                                alpha=self.lamb)
 
     def state_dict(self) -> dict:
         return {"ema": {k: v.clone() for k, v in self.ema.items()}}

@@ -279,3 +279,48 @@ def test_a_deterministic_step_never_reads_uninitialised_memory(which):
         torch.use_deterministic_algorithms(False)
     assert all(torch.equal(a, b) for a, b in zip(with_fill, without, strict=True))
     assert all(torch.isfinite(a).all() for a in with_fill)
+
+
+def test_a_repeated_batch_goes_to_the_device_once():
+    # meta stands in for a GPU: a tensor moved there is a new tensor, as on CUDA
+    from rt_lib.training.train import DeviceBatches
+
+    move = DeviceBatches(torch.device("meta"))
+    x, y = torch.zeros(4, 3), torch.ones(4)
+    first = move(x, y)
+    assert all(t.device.type == "meta" for t in first)
+    again = move(x, y)  # the full batch of the next step: the same tensors
+    assert all(a is b for a, b in zip(first, again))
+    other = move(x.clone(), y)  # a new batch (a minibatch's next rows) is moved again
+    assert other[0] is not first[0] and other[0].device.type == "meta"
+    on_cpu = DeviceBatches(torch.device("cpu"))
+    assert on_cpu(x, y)[0] is x  # nothing copied where the batch already is
+
+
+@pytest.mark.parametrize("init", ["grad", "zero"])
+def test_grokfast_filters_every_parameter_as_its_own_loop(init):
+    # several parameters, one without a gradient at first: each filtered as the paper's
+    # formula says for it alone, e <- a e + (1 - a) g, g <- g + lamb e (from its first gradient)
+    from rt_lib.training.grokfast import Grokfast
+
+    model = torch.nn.Module()
+    model.a, model.b = torch.nn.Parameter(torch.zeros(3)), torch.nn.Parameter(torch.zeros(2, 2))
+    hook, alpha, lamb = Grokfast(alpha=0.9, lamb=1.5, init=init), 0.9, 1.5
+    g = torch.Generator().manual_seed(0)
+    ema: dict[str, torch.Tensor] = {}
+    for step in range(4):
+        grads = {"a": torch.randn(3, generator=g), "b": torch.randn(2, 2, generator=g)}
+        if step == 0:
+            grads.pop("b")  # b's first gradient comes at step 1
+        model.a.grad = grads["a"].clone()
+        model.b.grad = grads["b"].clone() if "b" in grads else None
+        hook(model, step)
+        for name, grad in grads.items():
+            if name not in ema:
+                ema[name] = grad.clone() if init == "grad" else (1 - alpha) * grad
+            else:
+                ema[name] = alpha * ema[name] + (1 - alpha) * grad
+            got = getattr(model, name).grad
+            assert torch.allclose(got, grad + lamb * ema[name], atol=1e-6), (step, name)
+        if step == 0:
+            assert model.b.grad is None and "b" not in hook.ema
