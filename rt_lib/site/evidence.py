@@ -307,9 +307,15 @@ def provenance(profile: str, entries: dict[str, Entry], device: Device, command:
 
 def keep(profile: str, results: Path | None = None, evidence_dir: Path | None = None,
          command: str | None = None, device: Device | None = None, max_mib: float = MAX_MIB,
-         replace: bool = False) -> Path:
+         replace: bool = False, removed: list[Path] | None = None) -> Path:
     """Keep ``profile``'s finished run as evidence (see the module docstring); returns the new
-    folder, ``<evidence_dir>/<profile>/<date>T<HHMM>-<device slug>/``."""
+    folder, ``<evidence_dir>/<profile>/<date>T<HHMM>-<device slug>/``.
+
+    ``replace``: the new folder supersedes the run kept already of the same notebooks on the
+    same device, whichever minute it finished (a chunk judged again keeps one folder; git keeps
+    the old one), and overwrites a folder of its own name; the folders it removed are appended
+    to ``removed``.  Without it, an existing folder of its name is refused and earlier keeps of
+    the same chunk stay beside it."""
     _check_profile(profile)
     root = profile_results(profile, results)
     entries = finished_entries(root, profile)
@@ -322,6 +328,7 @@ def keep(profile: str, results: Path | None = None, evidence_dir: Path | None = 
         raise EvidenceError(f"{shown(target)} exists already (a run finished the same minute on "
                             "the same device): --replace overwrites it")
     parent.mkdir(parents=True, exist_ok=True)
+    earlier = same_chunk(parent, record, target) if replace else []
     # Copied beside the target and renamed into place: an interrupted keep leaves no half folder.
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent))
     try:
@@ -345,7 +352,29 @@ def keep(profile: str, results: Path | None = None, evidence_dir: Path | None = 
             staging.rename(target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    for folder in earlier:  # only once the new one is in place
+        shutil.rmtree(folder)
+        if removed is not None:
+            removed.append(folder)
     return target
+
+
+def same_chunk(parent: Path, record: dict[str, Any], target: Path) -> list[Path]:
+    """The kept folders under ``parent`` other than ``target`` whose provenance names the same
+    notebooks on the same device as ``record``: what a re-keep of that chunk supersedes."""
+    out = []
+    for folder in sorted(parent.iterdir()):
+        prov = folder / PROVENANCE
+        if folder == target or folder.name.startswith(".") or not prov.is_file():
+            continue
+        try:
+            old = yaml.safe_load(prov.read_text()) or {}
+        except yaml.YAMLError:
+            continue  # not ours to judge: left alone
+        if (set(old.get("notebooks") or {}) == set(record["notebooks"])
+                and (old.get("device") or {}).get("slug") == record["device"]["slug"]):
+            out.append(folder)
+    return out
 
 
 @dataclass
@@ -567,7 +596,8 @@ def main(argv: list[str] | None = None) -> int:
     kp.add_argument("--max-mib", type=float, default=MAX_MIB,
                     help=f"refuse a folder larger than this (default {MAX_MIB:g})")
     kp.add_argument("--replace", action="store_true",
-                    help="overwrite a run kept already for the same profile, day and device")
+                    help="supersede the run kept already of the same notebooks on the same "
+                         "device (its folder is removed; git keeps it)")
     ip = sub.add_parser("import", help="add the kept runs of a packed evidence tarball "
                                        "(scripts/gpu_run.sh's evidence.tgz) under evidence/")
     ip.add_argument("tarball", type=Path)
@@ -596,14 +626,18 @@ def main(argv: list[str] | None = None) -> int:
                       "name another repository's HEAD (check scripts/gpu_bundle.sh's COMMIT)",
                       file=sys.stderr)
         return 0
+    removed: list[Path] = []
     try:
         target = keep(args.profile, args.results, args.evidence_dir, args.command,
                       named_device(args.device) if args.device else None, args.max_mib,
-                      args.replace)
+                      args.replace, removed)
     except (EvidenceError, DamagedFileError) as err:
         print(f"rt_lib.site.evidence: error: {err}", file=sys.stderr)
         return 2
     size = sum(p.stat().st_size for p in target.rglob("*") if p.is_file())
+    for folder in removed:
+        print(f"removed {shown(folder)}: the same notebooks on the same device, superseded "
+              "(--replace; git keeps it)")
     print(f"kept {shown(target)} ({size / 2**20:.1f} MiB); commit it with git add "
           f"{shown(target)}")
     return 0

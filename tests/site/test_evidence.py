@@ -164,6 +164,30 @@ def test_keep_refuses_to_overwrite_a_kept_run_unless_told_to_replace_it(smoke_ru
     assert [p.name for p in (tmp_path / PROFILE).iterdir()] == [folder.name]  # no leftovers
 
 
+def test_replace_supersedes_an_earlier_keep_of_the_same_chunk_only(smoke_run, tmp_path,
+                                                                    capsys):
+    # the same notebooks judged again finish at another minute: --replace leaves one folder of
+    # that chunk on that device; another chunk's and another device's stay, as without it
+    assert _keep(smoke_run, tmp_path) == 0
+    (folder,) = (tmp_path / PROFILE).iterdir()
+    earlier = folder.with_name("2026-01-01T0000-" + folder.name.split("-")[-1])
+    shutil.copytree(folder, earlier)
+    for name, edit in (("2026-01-01T0001-cpu", {"notebooks": {"99_other": {}}}),
+                       ("2026-01-01T0002-h100", {"device": {"slug": "h100"}})):
+        shutil.copytree(folder, folder.with_name(name))
+        prov = folder.with_name(name) / "provenance.yaml"
+        prov.write_text(yaml.safe_dump(yaml.safe_load(prov.read_text()) | edit))
+    assert _keep(smoke_run, tmp_path, "--replace") == 0
+    left = sorted(p.name for p in (tmp_path / PROFILE).iterdir())
+    assert left == sorted([folder.name, "2026-01-01T0001-cpu", "2026-01-01T0002-h100"])
+    out = capsys.readouterr().out
+    assert f"{earlier.name}: the same notebooks on the same device, superseded" in out
+    assert not earlier.exists()
+    shutil.copytree(folder, earlier)  # without --replace an earlier keep stays beside it
+    shutil.rmtree(folder)
+    assert _keep(smoke_run, tmp_path) == 0 and earlier.exists() and folder.exists()
+
+
 def _copy(smoke_run: Path, tmp_path: Path) -> Path:
     """The run without its models (the checks refuse it before they matter)."""
     copy = tmp_path / "results" / PROFILE
