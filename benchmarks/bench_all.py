@@ -330,6 +330,7 @@ def bench_restarts(args, n: int = 10, steps: int = 6) -> list[dict]:
     timed in steady state (after 2 warm-up steps), same batches, one process."""
     from rt_lib.model import build_model
     from rt_lib.training.batched import BatchedRestarts
+    from rt_lib.training.train import DeviceBatches
 
     set_threads(args.threads)
     device = resolve_device(args.device)
@@ -345,10 +346,14 @@ def bench_restarts(args, n: int = 10, steps: int = 6) -> list[dict]:
         from rt_lib.runtime.seeding import derive
         seeds = [derive(c.seed, "batches") for c in cfgs]
 
-        def sequential(step: int, models=models, opts=opts, cfgs=cfgs, seeds=seeds, task=task) -> None:
-            for m, o, c, s in zip(models, opts, cfgs, seeds):
-                x, y = task.get_batch(step, c.batch_size, s)
-                train_step(m, task, o, x.to(device), y.to(device), c, None, step)
+        # batches reach the device as train() moves them: a full batch once, not every step
+        moves = [DeviceBatches(device) for _ in range(n)]
+
+        def sequential(step: int, models=models, opts=opts, cfgs=cfgs, seeds=seeds, task=task,
+                       moves=moves) -> None:
+            for m, o, c, s, move in zip(models, opts, cfgs, seeds, moves):
+                x, y = move(*task.get_batch(step, c.batch_size, s))
+                train_step(m, task, o, x, y, c, None, step)
 
         batched = BatchedRestarts([build_model(mcfg, s) for s in range(n)], task, cfgs)
         timings = {}

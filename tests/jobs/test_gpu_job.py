@@ -257,3 +257,37 @@ def test_a_finished_job_whose_results_would_not_come_back_leaves_its_model_files
         assert (back / table.relative_to(whole)).read_bytes() == table.read_bytes(), table
     kept = _extract([out / "evidence.tgz"], job["tmp"] / "kept_few")
     assert list(kept.glob("gpu-smoke/*/11_miiii_training/claims.csv"))
+
+
+def _session(job, out: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(_offline(["scripts/gpu_session.sh", *args]), cwd=PROJECT_ROOT,
+                          env=job["env"] | {"OUT": str(out)}, capture_output=True, text=True,
+                          timeout=1200)
+
+
+def test_a_gpu_session_runs_its_chunk_then_both_measurements_in_eight_files(job):
+    """The one command of a lending (scripts/gpu_session.sh), on the bare Python offline: the
+    smoke chunk resumed from its finished checkpoints (nothing left to train), then the miiii
+    profile and the stacked restarts, each into a file of its own beside gpu_run.sh's."""
+    parts = sorted((job["tmp"] / "out").glob("checkpoints.tgz.*"))
+    out = job["tmp"] / "session"
+    done = _session(job, out, "--smoke", "--resume", str(parts[0]), "11,13")
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    files = sorted(p.name for p in out.iterdir())
+    assert len(files) <= 8 and {"gpu_run.log", "evidence.tgz", "profile_miiii.txt",
+                                "restarts_cuda.txt"} <= set(files), files
+    profile = (out / "profile_miiii.txt").read_text()
+    for readout in ("padded", "compact"):
+        assert f"{readout} readout, deterministic on: " in profile, profile[-2000:]
+    restarts = (out / "restarts_cuda.txt").read_text()
+    assert "10 restarts: cpu 01 modular_addition" in restarts, restarts[-2000:]
+
+
+def test_a_gpu_session_says_which_measurement_its_budget_left_out(job, tmp_path):
+    # a chunk that fails at once (no such notebook), a budget already spent: neither
+    # measurement runs, each file says why, and the chunk's status is the command's
+    out = tmp_path / "out"
+    done = _session(job, out, "--smoke", "--budget", "10", "99")
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    for name in ("profile_miiii.txt", "restarts_cuda.txt"):
+        assert "not run: " in (out / name).read_text() and "of the 10s budget" in (out / name).read_text()
