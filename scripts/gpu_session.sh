@@ -48,6 +48,9 @@ done
 [[ "$budget" =~ ^[0-9]+$ ]] || die "--budget must be whole seconds, got '$budget'"
 out=${OUT:-gpu_out}
 mkdir -p "$out"
+# the measurements' own tables (bench_all.csv) go to a scratch folder, not the checkout's results/
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
 
 smoke_flag=()
 [ $smoke = 1 ] && smoke_flag=(--smoke)
@@ -75,7 +78,8 @@ measure() {
     return
   fi
   echo "gpu_session: $name, at most ${left}s -> $out/$file"
-  PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" timeout "$left" "$@" > "$out/$file" 2>&1
+  RT_RESULTS="$scratch" PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" timeout "$left" "$@" \
+    > "$out/$file" 2>&1
   local rc=$?
   [ $rc = 124 ] && echo "gpu_session: $name cut at ${left}s (what it printed is kept)" | tee -a "$out/$file"
   [ $rc != 0 ] && [ $rc != 124 ] && echo "gpu_session: $name failed (exit $rc), see $out/$file"

@@ -271,6 +271,8 @@ def test_a_gpu_session_runs_its_chunk_then_both_measurements_in_eight_files(job)
     profile and the stacked restarts, each into a file of its own beside gpu_run.sh's."""
     parts = sorted((job["tmp"] / "out").glob("checkpoints.tgz.*"))
     out = job["tmp"] / "session"
+    table = PROJECT_ROOT / "results" / "benchmarks" / "bench_all.csv"  # bench_all's own table
+    before = table.stat().st_mtime_ns if table.exists() else None
     done = _session(job, out, "--smoke", "--resume", str(parts[0]), "11,13")
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     files = sorted(p.name for p in out.iterdir())
@@ -281,6 +283,8 @@ def test_a_gpu_session_runs_its_chunk_then_both_measurements_in_eight_files(job)
         assert f"{readout} readout, deterministic on: " in profile, profile[-2000:]
     restarts = (out / "restarts_cuda.txt").read_text()
     assert "10 restarts: cpu 01 modular_addition" in restarts, restarts[-2000:]
+    # the measurements write their tables to a scratch folder, never into the checkout
+    assert (table.stat().st_mtime_ns if table.exists() else None) == before
 
 
 def test_a_gpu_session_says_which_measurement_its_budget_left_out(job, tmp_path):
